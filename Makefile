@@ -1,0 +1,105 @@
+# grpolab build. `make` builds build/grpolab (CPU backend always; CUDA backend too when
+# nvcc is found, on PATH or in /usr/local/cuda/bin). `make test` runs the cmocka suite,
+# `make test-asan` the same under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Every entry point first runs scripts/deps.sh, which installs missing Debian packages.
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BUILD ?= build
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+OPT ?= -O3 -march=native
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -g
+CFLAGS := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
+
+# OpenBLAS's OpenMP build, so BLAS and our OpenMP loops share one thread pool (the
+# pthread build spins against OpenMP threads) and BLAS called inside a parallel region
+# runs single-threaded. GSL's own CBLAS is replaced by OpenBLAS's.
+OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
+PKGS := hdf5 openblas gsl
+PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(filter-out -lgslcblas,$(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --libs $(PKGS) 2>/dev/null)) -Wl,-rpath,$(OPENBLAS_DIR)
+LDLIBS = $(PKG_LIBS) -lm -fopenmp
+TEST_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# ---- probes (STYLE.md 7): say what was found, degrade gracefully
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA ?= $(if $(NVCC),1,0)
+MPICC := $(shell command -v mpicc 2>/dev/null)
+NCCL_H := $(firstword $(wildcard /usr/include/nccl.h /usr/local/cuda/include/nccl.h))
+
+SRC_C := $(sort $(wildcard src/kernels/*.c src/sim/*.c src/analysis/*.c)) src/common.c
+MAIN_C := src/sim/main.c
+LIB_C := $(filter-out $(MAIN_C),$(SRC_C))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_C))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+
+ifeq ($(CUDA),1)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+NVCCFLAGS ?= -O3 -std=c++17 -lineinfo \
+  -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+  -Xcompiler -fPIC,-Wall
+CFLAGS += -DGRPOLAB_CUDA -I$(CUDA_HOME)/include
+LIB_OBJ += $(BUILD)/src/kernels/cuda_ops.o
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+endif
+
+.PHONY: all deps probe test test-asan bench clean gpu-check reproduce-fig5
+
+all: deps probe $(BUILD)/grpolab
+
+deps:
+	@scripts/deps.sh
+
+probe:
+	@echo "grpolab build: cc=$(CC) nvcc=$(if $(NVCC),$(NVCC),none) cuda-backend=$(if $(filter 1,$(CUDA)),yes,no) mpi=$(if $(MPICC),$(MPICC),none) nccl=$(if $(NCCL_H),$(NCCL_H),none) build=$(BUILD)"
+
+$(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/libgrpolab.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/grpolab: $(BUILD)/src/sim/main.o $(BUILD)/libgrpolab.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libgrpolab.a $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -o $@ $< $(TEST_SUPPORT) $(BUILD)/libgrpolab.a $(LDLIBS) $(TEST_LIBS)
+
+# Runs every test binary; cmocka prints its summary per binary; fails if any failed.
+test: deps probe $(BUILD)/grpolab $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do \
+	  echo "== $$t"; \
+	  GRPOLAB_BIN=$(BUILD)/grpolab OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $$t || fail=1; \
+	done; \
+	if [ $$fail = 0 ]; then echo "make test: all test binaries passed ($(BUILD))"; \
+	else echo "make test: FAILURES ($(BUILD))"; exit 1; fi
+
+# Sanitizer build in its own folder, CPU backend only (ASan does not mix with the CUDA runtime).
+test-asan:
+	@$(MAKE) --no-print-directory test BUILD=build-asan CUDA=0 \
+	  OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+
+# Kernel/model benchmark; figures go into docs/benchmarks.md by hand, with this command.
+bench: all
+	$(BUILD)/grpolab bench $(BENCH_ARGS)
+
+reproduce-fig5: all
+	@echo "make reproduce-fig5: not available yet: it needs the embedded world, the RL" >&2
+	@echo "simulator and the analysis tools (issues 3, 4 and 5), which are not built yet." >&2
+	@exit 2
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages grpolab needs, only those that are missing.
+# Usage: scripts/deps.sh [--check]   (--check: list what is missing, install nothing)
+set -eu
+PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox"
+missing=""
+for p in $PKGS; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+if [ -z "$missing" ]; then
+  exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+  echo "deps: missing:$missing"
+  exit 1
+fi
+echo "deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "deps: need root (or sudo) to install:$missing" >&2; exit 1; fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

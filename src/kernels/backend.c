@@ -1,0 +1,209 @@
+// backend.c: the Backend handle, memory, and the dispatch of every op in kernels.h
+// to its CPU (cpu_ops.c) or CUDA (cuda_ops.cu) implementation.
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "cpu_ops.h"
+#include "kernels.h"
+#ifdef GRPOLAB_CUDA
+#include "cuda_ops.h"
+#endif
+
+const char *backend_name(BackendKind kind) { return kind == BACKEND_CUDA ? "cuda" : "cpu"; }
+
+int backend_parse(const char *s, BackendKind *out) {
+    if (strcmp(s, "cpu") == 0) { *out = BACKEND_CPU; return 0; }
+    if (strcmp(s, "cuda") == 0) { *out = BACKEND_CUDA; return 0; }
+    return -1;
+}
+
+int backend_cuda_available(char *why, size_t whylen) {
+#ifdef GRPOLAB_CUDA
+    return cuda_device_available(why, whylen);
+#else
+    set_err(why, whylen, "this grpolab was built without nvcc (no CUDA backend)");
+    return 0;
+#endif
+}
+
+Backend *backend_create(BackendKind kind, char *err, size_t errlen) {
+    void *impl = NULL;
+    if (kind == BACKEND_CUDA) {
+#ifdef GRPOLAB_CUDA
+        char why[256];
+        if (!cuda_device_available(why, sizeof why)) {
+            set_err(err, errlen, "backend 'cuda' is not usable: %s (use --backend cpu)", why);
+            return NULL;
+        }
+        impl = cuda_backend_init(err, errlen);
+#else
+        set_err(err, errlen,
+                "backend 'cuda' is not usable: this grpolab was built without nvcc "
+                "(install the CUDA toolkit and rebuild, or use --backend cpu)");
+        return NULL;
+#endif
+    } else {
+        impl = cpu_backend_init(err, errlen);
+    }
+    if (!impl) return NULL;
+    Backend *b = xcalloc(1, sizeof *b);
+    b->kind = kind;
+    b->impl = impl;
+    return b;
+}
+
+void backend_destroy(Backend *b) {
+    if (!b) return;
+#ifdef GRPOLAB_CUDA
+    if (b->kind == BACKEND_CUDA) cuda_backend_free(b->impl);
+    else
+#endif
+        cpu_backend_free(b->impl);
+    free(b);
+}
+
+// ---- memory
+#ifdef GRPOLAB_CUDA
+#define IF_CUDA(call)                    \
+    if (b->kind == BACKEND_CUDA) {       \
+        call;                            \
+        return;                          \
+    }
+#define IF_CUDA_RET(call) \
+    if (b->kind == BACKEND_CUDA) return call;
+#else
+#define IF_CUDA(call)
+#define IF_CUDA_RET(call)
+#endif
+
+void *bk_alloc(Backend *b, size_t bytes) {
+    IF_CUDA_RET(cuda_alloc(b->impl, bytes));
+    // 64-byte aligned for vector loads; zeroed so an unwritten buffer is never garbage
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) die("out of memory allocating %zu bytes", bytes);
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+void bk_free(Backend *b, void *p) {
+    if (!p) return;
+    IF_CUDA(cuda_free(b->impl, p));
+    free(p);
+}
+void bk_zero(Backend *b, void *p, size_t bytes) {
+    IF_CUDA(cuda_zero(b->impl, p, bytes));
+    memset(p, 0, bytes);
+}
+void bk_upload(Backend *b, void *dst, const void *src, size_t bytes) {
+    IF_CUDA(cuda_upload(b->impl, dst, src, bytes));
+    memcpy(dst, src, bytes);
+}
+void bk_download(Backend *b, void *dst, const void *src, size_t bytes) {
+    IF_CUDA(cuda_download(b->impl, dst, src, bytes));
+    memcpy(dst, src, bytes);
+}
+void bk_copy(Backend *b, void *dst, const void *src, size_t bytes) {
+    IF_CUDA(cuda_copy(b->impl, dst, src, bytes));
+    memmove(dst, src, bytes);
+}
+void bk_sync(Backend *b) {
+    IF_CUDA(cuda_sync(b->impl));
+}
+
+// ---- ops: one line each, same arguments to both implementations
+#ifdef GRPOLAB_CUDA
+#define DISPATCH(op, ...)                  \
+    do {                                   \
+        if (b->kind == BACKEND_CUDA)       \
+            cuda_##op(b, __VA_ARGS__);     \
+        else                               \
+            cpu_##op(b, __VA_ARGS__);      \
+    } while (0)
+#define DISPATCH_RET(op, ...) \
+    return b->kind == BACKEND_CUDA ? cuda_##op(b, __VA_ARGS__) : cpu_##op(b, __VA_ARGS__)
+#else
+#define DISPATCH(op, ...) cpu_##op(b, __VA_ARGS__)
+#define DISPATCH_RET(op, ...) return cpu_##op(b, __VA_ARGS__)
+#endif
+
+void kn_add(Backend *b, float *out, const float *x, const float *y, size_t n) {
+    DISPATCH(add, out, x, y, n);
+}
+void kn_scale(Backend *b, float *x, float s, size_t n) { DISPATCH(scale, x, s, n); }
+void kn_embedding_forward(Backend *b, float *out, const int *tokens, const float *wte, int N,
+                          int C) {
+    DISPATCH(embedding_forward, out, tokens, wte, N, C);
+}
+void kn_embedding_backward(Backend *b, float *dwte, const float *dout, const int *tokens, int N,
+                           int V, int C) {
+    DISPATCH(embedding_backward, dwte, dout, tokens, N, V, C);
+}
+void kn_rmsnorm_forward(Backend *b, float *out, float *rstd, const float *inp,
+                        const float *weight, int N, int C, float eps) {
+    DISPATCH(rmsnorm_forward, out, rstd, inp, weight, N, C, eps);
+}
+void kn_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float *dout,
+                         const float *inp, const float *weight, const float *rstd, int N, int C) {
+    DISPATCH(rmsnorm_backward, dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+void kn_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N, int C,
+                       int OC) {
+    DISPATCH(matmul_forward, out, inp, weight, N, C, OC);
+}
+void kn_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
+                        const float *inp, const float *weight, int N, int C, int OC) {
+    DISPATCH(matmul_backward, dinp, dweight, dout, inp, weight, N, C, OC);
+}
+void kn_rope_forward(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta) {
+    DISPATCH(rope_forward, x, pos, N, NH, hd, theta);
+}
+void kn_rope_backward(Backend *b, float *dx, const int *pos, int N, int NH, int hd, float theta) {
+    DISPATCH(rope_backward, dx, pos, N, NH, hd, theta);
+}
+void kn_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
+                          const float *v, const int *lengths, int B, int T, int NH, int NKV,
+                          int hd) {
+    DISPATCH(attention_forward, out, att, q, k, v, lengths, B, T, NH, NKV, hd);
+}
+void kn_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
+                           const float *att, const float *q, const float *k, const float *v,
+                           const int *lengths, int B, int T, int NH, int NKV, int hd) {
+    DISPATCH(attention_backward, dq, dk, dv, dout, att, q, k, v, lengths, B, T, NH, NKV, hd);
+}
+void kn_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
+                 int B, int T, int Tmax, int W) {
+    DISPATCH(kv_store, cache, src, start, count, B, T, Tmax, W);
+}
+void kn_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
+                         const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
+                         int hd) {
+    DISPATCH(attention_decode, out, q, kcache, vcache, pos, B, Tmax, NH, NKV, hd);
+}
+void kn_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
+    DISPATCH(swiglu_forward, out, gate, up, n);
+}
+void kn_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout, const float *gate,
+                        const float *up, size_t n) {
+    DISPATCH(swiglu_backward, dgate, dup, dout, gate, up, n);
+}
+void kn_logprob_forward(Backend *b, float *logp, float *entropy, float *lse, const float *x,
+                        const float *W, const int *targets, int N, int C, int V) {
+    DISPATCH(logprob_forward, logp, entropy, lse, x, W, targets, N, C, V);
+}
+void kn_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
+                         const float *dentropy, const float *x, const float *W,
+                         const int *targets, const float *lse, int N, int C, int V) {
+    DISPATCH(logprob_backward, dx, dW, dlogp, dentropy, x, W, targets, lse, N, C, V);
+}
+void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
+               float temperature, float top_p, uint64_t seed, const uint64_t *counters) {
+    DISPATCH(sample, tokens, logp, logits, B, V, temperature, top_p, seed, counters);
+}
+double kn_sum_squares(Backend *b, const float *g, size_t n) { DISPATCH_RET(sum_squares, g, n); }
+void kn_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float weight_decay,
+                     float grad_scale, int t) {
+    DISPATCH(adamw_update, params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale,
+             t);
+}

@@ -1,0 +1,749 @@
+// cpu_ops.c: the float32 CPU reference implementation of every op in kernels.h.
+//
+// Matrix products go to CBLAS (OpenBLAS); everything else is plain loops, parallel
+// over rows / sequences / heads with OpenMP and written so the compiler can vectorise
+// the innermost loop (-O3 -march=native). Contracts (shapes, "backward accumulates",
+// NULL gradients skipped, padding) are the ones written in kernels.h.
+//
+// Determinism (STYLE.md 6): no reduction's order depends on the thread count.
+// Reductions over rows (rmsnorm dweight, embedding backward, sum_squares) are either
+// split by columns, each column summed in row order, or reduced per fixed block of
+// rows into a partial array whose entries are then summed in block order.
+//
+// OpenBLAS is never called from inside an OpenMP parallel region (concurrent calls are
+// serialised inside OpenBLAS, and its pthread build would oversubscribe the cores);
+// parallel regions and BLAS calls alternate. Small problems run on one thread.
+// A Backend is used by one host thread at a time (its state holds the RoPE table).
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "cpu_ops.h"
+#include "philox.h"
+
+// Logits held at a time by the logprob ops: at most this many floats (but at least
+// LOGITS_MIN_ROWS rows), i.e. a chunk of rows of (rows, V), never all N rows for large V.
+#define LOGITS_CHUNK_FLOATS (1 << 20)
+#define LOGITS_MIN_ROWS 256
+// Rows per block of the partial sums of rmsnorm's dweight.
+#define RMSNORM_ROW_BLOCK 64
+// Columns per task of the embedding backward.
+#define EMBED_COL_BLOCK 32
+// Elements per partial sum of kn_sum_squares.
+#define SUMSQ_BLOCK 16384
+// Below about this many flops / elements a loop runs on one thread (fork/join costs more).
+#define PAR_MIN 8192
+
+// Positions below this get their RoPE cos/sin from a table, the others are computed.
+#define ROPE_TABLE_MAX 65536
+
+typedef struct {
+    // RoPE cos/sin for one (theta, hd), positions [0, rope_npos): (npos, hd/2) each
+    float rope_theta;
+    int rope_hd, rope_npos;
+    float *rope_cos, *rope_sin;
+} CpuBackend;
+
+void *cpu_backend_init(char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    return xcalloc(1, sizeof(CpuBackend));
+}
+
+void cpu_backend_free(void *impl) {
+    CpuBackend *st = impl;
+    if (!st) return;
+    free(st->rope_cos);
+    free(st->rope_sin);
+    free(st);
+}
+
+// exp(x) that gcc vectorises (it leaves calls to libm's expf scalar unless -fno-math-errno):
+// x = n ln2 + r, n = round(x / ln2), |r| <= ln2/2 (Cody-Waite ln2 split), e^r by the
+// Cephes expf polynomial, times 2^n assembled in the exponent bits. Max relative error
+// ~1.5 ulp. Saturates at e^88 above, flushes to 0 below -87 (e^-87 = 1.6e-38); NaN -> NaN.
+// Rounding uses the 1.5*2^23 trick, so this file must not be built with -ffast-math.
+static inline float exp_fast(float x) {
+    float xc = x > -87.0f ? (x < 88.0f ? x : 88.0f) : -87.0f;  // NaN -> -87, restored below
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        float f;
+        int32_t i;
+    } scale = {.i = ((int32_t)n + 127) << 23};
+    float y = p * scale.f;
+    return x != x ? x : (x < -87.0f ? 0.0f : y);
+}
+
+// ---- elementwise
+
+void cpu_add(Backend *b, float *out, const float *x, const float *y, size_t n) {
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+}
+
+void cpu_scale(Backend *b, float *x, float s, size_t n) {
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+// ---- token embedding
+
+void cpu_embedding_forward(Backend *b, float *out, const int *tokens, const float *wte, int N,
+                           int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int n = 0; n < N; n++)
+        memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(float));
+}
+
+// Split by columns: each task owns EMBED_COL_BLOCK columns of dwte and adds the rows of
+// dout into them in row order, so every sum has the same order for any thread count.
+void cpu_embedding_backward(Backend *b, float *dwte, const float *dout, const int *tokens, int N,
+                            int V, int C) {
+    if (!dwte) return;
+    int nblk = (C + EMBED_COL_BLOCK - 1) / EMBED_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = blk * EMBED_COL_BLOCK;
+        int c1 = c0 + EMBED_COL_BLOCK < C ? c0 + EMBED_COL_BLOCK : C;
+        for (int n = 0; n < N; n++) {
+            float *dst = dwte + (size_t)tokens[n] * C;
+            const float *src = dout + (size_t)n * C;
+#pragma omp simd
+            for (int c = c0; c < c1; c++) dst[c] += src[c];
+        }
+    }
+}
+
+// ---- RMSNorm
+
+void cpu_rmsnorm_forward(Backend *b, float *out, float *rstd, const float *inp,
+                         const float *weight, int N, int C, float eps) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *o = out + (size_t)n * C;
+        float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < C; c++) ss += x[c] * x[c];
+        float r = 1.0f / sqrtf(ss / (float)C + eps);
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = x[c] * r * weight[c];
+        rstd[n] = r;
+    }
+}
+
+// y = x r w with r = (mean(x^2) + eps)^(-1/2):
+//   dx_c = r w_c g_c - x_c r^3 / C * sum_j g_j w_j x_j,   dw_c = sum_n g_c x_c r.
+// dweight is summed per fixed block of RMSNORM_ROW_BLOCK rows, then over blocks in order.
+void cpu_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float *dout,
+                          const float *inp, const float *weight, const float *rstd, int N,
+                          int C) {
+    if (N <= 0) return;
+    int nblk = (N + RMSNORM_ROW_BLOCK - 1) / RMSNORM_ROW_BLOCK;
+    float *partial = dweight ? xcalloc((size_t)nblk * C, sizeof(float)) : NULL;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int blk = 0; blk < nblk; blk++) {
+        int n1 = (blk + 1) * RMSNORM_ROW_BLOCK < N ? (blk + 1) * RMSNORM_ROW_BLOCK : N;
+        float *pw = partial ? partial + (size_t)blk * C : NULL;
+        for (int n = blk * RMSNORM_ROW_BLOCK; n < n1; n++) {
+            const float *x = inp + (size_t)n * C;
+            const float *g = dout + (size_t)n * C;
+            float r = rstd[n];
+            if (dinp) {
+                float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+                for (int c = 0; c < C; c++) dot += g[c] * weight[c] * x[c];
+                float k = r * r * dot / (float)C;
+                float *dx = dinp + (size_t)n * C;
+#pragma omp simd
+                for (int c = 0; c < C; c++) dx[c] += r * (weight[c] * g[c] - x[c] * k);
+            }
+            if (pw) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) pw[c] += g[c] * x[c] * r;
+            }
+        }
+    }
+    if (partial) {
+        for (int blk = 0; blk < nblk; blk++) {
+            const float *pw = partial + (size_t)blk * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) dweight[c] += pw[c];
+        }
+        free(partial);
+    }
+}
+
+// ---- linear layer (nn.Linear layout: weight (OC,C))
+
+void cpu_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N,
+                        int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (C <= 0) {
+        memset(out, 0, (size_t)N * OC * sizeof(float));
+        return;
+    }
+    // out (N,OC) = inp (N,C) @ weight^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, 0.0f,
+                out, OC);
+}
+
+void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
+                         const float *inp, const float *weight, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    // dinp (N,C) += dout (N,OC) @ weight (OC,C)
+    if (dinp)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight,
+                    C, 1.0f, dinp, C);
+    // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
+    if (dweight)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C,
+                    1.0f, dweight, C);
+}
+
+// ---- rotary position embedding ("rotate half")
+// Angles as Hugging Face forms them in float32: inv_freq_i = 1 / theta^(2i/hd),
+// angle = pos * inv_freq_i. cos/sin of positions [0, rope_npos) come from a table in
+// the backend state (the same positions recur every step), others are computed on the
+// fly, with the same values. sign = +1 rotates by +angle (forward), -1 by -angle
+// (backward: the transpose of a rotation is its inverse).
+
+static void rope_angles(float *cs, float *sn, int pos, int hd, float theta) {
+    for (int i = 0; i < hd / 2; i++) {
+        float angle = (float)pos * (1.0f / powf(theta, (float)(2 * i) / (float)hd));
+        cs[i] = cosf(angle);
+        sn[i] = sinf(angle);
+    }
+}
+
+// Makes the table of (theta, hd) cover positions [0, hi] (at most ROPE_TABLE_MAX of them).
+static void rope_table_cover(CpuBackend *st, int hi, int hd, float theta) {
+    int half = hd / 2;
+    hi = hi < ROPE_TABLE_MAX ? hi : ROPE_TABLE_MAX - 1;
+    if (st->rope_cos && st->rope_theta == theta && st->rope_hd == hd && hi < st->rope_npos)
+        return;
+    free(st->rope_cos);
+    free(st->rope_sin);
+    st->rope_theta = theta;
+    st->rope_hd = hd;
+    st->rope_npos = hi + 1;
+    st->rope_cos = xmalloc((size_t)st->rope_npos * half * sizeof(float));
+    st->rope_sin = xmalloc((size_t)st->rope_npos * half * sizeof(float));
+    for (int p = 0; p < st->rope_npos; p++)
+        rope_angles(st->rope_cos + (size_t)p * half, st->rope_sin + (size_t)p * half, p, hd,
+                    theta);
+}
+
+static void rope_apply(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta,
+                       float sign) {
+    int half = hd / 2;
+    if (N <= 0 || half <= 0) return;
+    CpuBackend *st = b->impl;
+    int hi = 0;
+    for (int n = 0; n < N; n++) hi = pos[n] > hi ? pos[n] : hi;
+    rope_table_cover(st, hi, hd, theta);
+#pragma omp parallel if ((size_t)N * NH * hd >= PAR_MIN)
+    {
+        float *own = xmalloc((size_t)hd * sizeof(float));  // cos/sin of a row off the table
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            const float *cs = own, *sn = own + half;
+            if (pos[n] >= 0 && pos[n] < st->rope_npos) {
+                cs = st->rope_cos + (size_t)pos[n] * half;
+                sn = st->rope_sin + (size_t)pos[n] * half;
+            } else {
+                rope_angles(own, own + half, pos[n], hd, theta);
+            }
+            for (int h = 0; h < NH; h++) {
+                float *xr = x + ((size_t)n * NH + h) * hd;
+#pragma omp simd
+                for (int i = 0; i < half; i++) {
+                    float x0 = xr[i], x1 = xr[i + half], s = sign * sn[i];
+                    xr[i] = x0 * cs[i] - x1 * s;
+                    xr[i + half] = x0 * s + x1 * cs[i];
+                }
+            }
+        }
+        free(own);
+    }
+}
+
+void cpu_rope_forward(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta) {
+    rope_apply(b, x, pos, N, NH, hd, theta, 1.0f);
+}
+
+void cpu_rope_backward(Backend *b, float *dx, const int *pos, int N, int NH, int hd, float theta) {
+    rope_apply(b, dx, pos, N, NH, hd, theta, -1.0f);
+}
+
+// ---- attention
+// One task is one (sequence, KV head): the query heads that share the KV head run in
+// it, so K (or V) is transposed once into (hd, L) scratch and every loop runs with unit
+// stride, and the backward accumulates dk/dv without races and in a fixed order.
+// The training forward and the decoding step share attend_row, so a decoded row is
+// bitwise the row of the full forward. All products go through axpy_rows, which
+// combines four rows per pass over its output (a quarter of the loads and stores).
+
+// y (n) += sum_{j<m} a[j] x_j with x_j = x + j*ldx, four rows of x per pass over y.
+static void axpy_rows(float *restrict y, const float *a, const float *x, size_t ldx, int m,
+                      int n) {
+    int j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const float *x0 = x + (size_t)j * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
+        float a0 = a[j], a1 = a[j + 1], a2 = a[j + 2], a3 = a[j + 3];
+#pragma omp simd
+        for (int i = 0; i < n; i++) y[i] += a0 * x0[i] + a1 * x1[i] + a2 * x2[i] + a3 * x3[i];
+    }
+    for (; j < m; j++) {
+        const float *xj = x + (size_t)j * ldx;
+        float aj = a[j];
+#pragma omp simd
+        for (int i = 0; i < n; i++) y[i] += aj * xj[i];
+    }
+}
+
+// dst (hd, L) = rows 0..L-1 of src (row s at src + s*stride, hd floats) transposed.
+static void transpose_rows(float *dst, const float *src, size_t stride, int L, int hd) {
+    for (int s = 0; s < L; s++)
+        for (int i = 0; i < hd; i++) dst[(size_t)i * L + s] = src[(size_t)s * stride + i];
+}
+
+// One query row against keys 0..nk-1: prob (nk) = softmax(scale * q.k_s) and
+// out (hd) = sum_s prob[s] v_s. kt (hd, ldk) is K transposed; v_s = v + s*vstride.
+static void attend_row(float *out, float *prob, const float *q, const float *kt, int ldk,
+                       const float *v, size_t vstride, int nk, int hd, float scale) {
+    memset(prob, 0, (size_t)nk * sizeof(float));
+    axpy_rows(prob, q, kt, (size_t)ldk, hd, nk);  // prob[s] = q . k_s
+    float maxv = -INFINITY;
+    for (int s = 0; s < nk; s++) maxv = prob[s] > maxv ? prob[s] : maxv;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int s = 0; s < nk; s++) {
+        prob[s] = exp_fast((prob[s] - maxv) * scale);
+        sum += prob[s];
+    }
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int s = 0; s < nk; s++) prob[s] *= inv;
+    memset(out, 0, (size_t)hd * sizeof(float));
+    axpy_rows(out, prob, v, vstride, nk, hd);
+}
+
+static inline int clamp_len(int len, int T) { return len < 0 ? 0 : (len > T ? T : len); }
+
+void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
+                           const float *v, const int *lengths, int B, int T, int NH, int NKV,
+                           int hd) {
+    int group = NH / NKV;
+    float scale = 1.0f / sqrtf((float)hd);
+    size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
+#pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
+    {
+        float *kt = xmalloc(((size_t)hd * T + 1) * sizeof(float));
+#pragma omp for collapse(2) schedule(dynamic, 1)
+        for (int bb = 0; bb < B; bb++) {
+            for (int kh = 0; kh < NKV; kh++) {
+                int L = clamp_len(lengths[bb], T);
+                size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
+                transpose_rows(kt, k + kvoff, kvstride, L, hd);
+                for (int h = kh * group; h < (kh + 1) * group; h++) {
+                    float *attbh = att + ((size_t)bb * NH + h) * T * T;
+                    for (int t = 0; t < T; t++) {
+                        size_t qoff = ((size_t)bb * T + t) * qstride + (size_t)h * hd;
+                        float *p = attbh + (size_t)t * T;
+                        if (t < L) {
+                            attend_row(out + qoff, p, q + qoff, kt, L, v + kvoff, kvstride, t + 1,
+                                       hd, scale);
+                            memset(p + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
+                        } else {
+                            memset(out + qoff, 0, (size_t)hd * sizeof(float));
+                            memset(p, 0, (size_t)T * sizeof(float));
+                        }
+                    }
+                }
+            }
+        }
+        free(kt);
+    }
+}
+
+// Query rows per block of the backward: dk/dv get the block's rows in one pass.
+#define ATT_ROW_BLOCK 4
+
+// With p = att row t, do = dout row t:
+//   dv_s += p_s do;  dp_s = do.v_s;  ds_s = p_s (dp_s - sum_s' p_s' dp_s');
+//   dq_t += scale sum_s ds_s k_s;  dk_s += scale ds_s q_t.
+// Rows go in blocks of ATT_ROW_BLOCK; within a block, p and ds are zero for s > t.
+void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
+                            const float *att, const float *q, const float *k, const float *v,
+                            const int *lengths, int B, int T, int NH, int NKV, int hd) {
+    int group = NH / NKV;
+    float scale = 1.0f / sqrtf((float)hd);
+    size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
+    int need_ds = dq != NULL || dk != NULL;
+    if (!need_ds && !dv) return;
+#pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
+    {
+        float *vt = xmalloc(((size_t)hd * T + 1) * sizeof(float));
+        float *ds = xmalloc(((size_t)ATT_ROW_BLOCK * T + 1) * sizeof(float));
+#pragma omp for collapse(2) schedule(dynamic, 1)
+        for (int bb = 0; bb < B; bb++) {
+            for (int kh = 0; kh < NKV; kh++) {
+                int L = clamp_len(lengths[bb], T);
+                size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
+                if (need_ds) transpose_rows(vt, v + kvoff, kvstride, L, hd);
+                for (int h = kh * group; h < (kh + 1) * group; h++) {
+                    const float *attbh = att + ((size_t)bb * NH + h) * T * T;
+                    for (int t0 = 0; t0 < L; t0 += ATT_ROW_BLOCK) {
+                        int rows = L - t0 < ATT_ROW_BLOCK ? L - t0 : ATT_ROW_BLOCK;
+                        int nk = t0 + rows;  // keys seen by the block's last row
+                        size_t qoff = ((size_t)bb * T + t0) * qstride + (size_t)h * hd;
+                        const float *p = attbh + (size_t)t0 * T;  // (rows, T), zero for s > t
+                        const float *g = dout + qoff;             // (rows, qstride)
+                        if (need_ds) {
+                            for (int r = 0; r < rows; r++) {
+                                float *dsr = ds + (size_t)r * T;
+                                const float *pr = p + (size_t)r * T;
+                                int nkr = t0 + r + 1;
+                                memset(dsr, 0, (size_t)nk * sizeof(float));
+                                axpy_rows(dsr, g + r * qstride, vt, (size_t)L, hd, nkr);  // dp
+                                float pdp = 0.0f;
+#pragma omp simd reduction(+ : pdp)
+                                for (int s = 0; s < nkr; s++) pdp += pr[s] * dsr[s];
+#pragma omp simd
+                                for (int s = 0; s < nkr; s++)
+                                    dsr[s] = pr[s] * (dsr[s] - pdp) * scale;
+                                if (dq)
+                                    axpy_rows(dq + qoff + r * qstride, dsr, k + kvoff, kvstride,
+                                              nkr, hd);
+                            }
+                        }
+                        for (int s = 0; s < nk; s++) {
+                            float a[ATT_ROW_BLOCK];
+                            if (dv) {
+                                for (int r = 0; r < rows; r++) a[r] = p[(size_t)r * T + s];
+                                axpy_rows(dv + kvoff + s * kvstride, a, g, qstride, rows, hd);
+                            }
+                            if (dk) {
+                                for (int r = 0; r < rows; r++) a[r] = ds[(size_t)r * T + s];
+                                axpy_rows(dk + kvoff + s * kvstride, a, q + qoff, qstride, rows,
+                                          hd);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        free(ds);
+        free(vt);
+    }
+}
+
+// Rows that would land outside [0, Tmax) are not written (the caller sized the cache).
+void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
+                  int B, int T, int Tmax, int W) {
+#pragma omp parallel for schedule(static) if ((size_t)B * T * W >= PAR_MIN)
+    for (int bb = 0; bb < B; bb++) {
+        int n = count ? (count[bb] < T ? count[bb] : T) : T;
+        for (int t = 0; t < n; t++) {
+            int dst = start[bb] + t;
+            if (dst < 0 || dst >= Tmax) continue;
+            memcpy(cache + ((size_t)bb * Tmax + dst) * W, src + ((size_t)bb * T + t) * W,
+                   (size_t)W * sizeof(float));
+        }
+    }
+}
+
+void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
+                          const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
+                          int hd) {
+    int group = NH / NKV;
+    float scale = 1.0f / sqrtf((float)hd);
+    size_t kvstride = (size_t)NKV * hd;
+#pragma omp parallel if ((size_t)B * NH * Tmax * hd >= PAR_MIN)
+    {
+        float *kt = xmalloc(((size_t)hd * Tmax + 1) * sizeof(float));
+        float *prob = xmalloc(((size_t)Tmax + 1) * sizeof(float));
+#pragma omp for collapse(2) schedule(dynamic, 1)
+        for (int bb = 0; bb < B; bb++) {
+            for (int kh = 0; kh < NKV; kh++) {
+                int nk = pos[bb] < Tmax ? pos[bb] + 1 : Tmax;  // (pos >= Tmax: out of contract)
+                size_t kvoff = (size_t)bb * Tmax * kvstride + (size_t)kh * hd;
+                if (nk > 0) transpose_rows(kt, kcache + kvoff, kvstride, nk, hd);
+                for (int h = kh * group; h < (kh + 1) * group; h++) {
+                    float *o = out + ((size_t)bb * NH + h) * hd;
+                    if (nk <= 0)
+                        memset(o, 0, (size_t)hd * sizeof(float));
+                    else
+                        attend_row(o, prob, q + ((size_t)bb * NH + h) * hd, kt, nk,
+                                   vcache + kvoff, kvstride, nk, hd, scale);
+                }
+            }
+        }
+        free(prob);
+        free(kt);
+    }
+}
+
+// ---- SwiGLU
+
+static inline float sigmoidf(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
+
+void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
+}
+
+// d silu(x)/dx = s + x s (1 - s), s = sigmoid(x)
+void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
+                         const float *gate, const float *up, size_t n) {
+    if (dgate && dup) {  // the usual case: one pass over the five arrays
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+        for (size_t i = 0; i < n; i++) {
+            float x = gate[i], s = sigmoidf(x);
+            dgate[i] += dout[i] * up[i] * (s + x * s * (1.0f - s));
+            dup[i] += dout[i] * x * s;
+        }
+    } else if (dgate) {
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+        for (size_t i = 0; i < n; i++) {
+            float x = gate[i], s = sigmoidf(x);
+            dgate[i] += dout[i] * up[i] * (s + x * s * (1.0f - s));
+        }
+    } else if (dup) {
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+        for (size_t i = 0; i < n; i++) dup[i] += dout[i] * gate[i] * sigmoidf(gate[i]);
+    }
+}
+
+// ---- output projection + log-softmax + gather
+
+static int logits_chunk_rows(int N, int V) {
+    int rows = LOGITS_CHUNK_FLOATS / (V > 0 ? V : 1);
+    rows = rows > LOGITS_MIN_ROWS ? rows : LOGITS_MIN_ROWS;
+    return N < rows ? N : rows;
+}
+
+static float row_max(const float *z, int V) {
+    float m = -INFINITY;
+    for (int v = 0; v < V; v++) m = z[v] > m ? z[v] : m;
+    return m;
+}
+
+void cpu_logprob_forward(Backend *b, float *logp, float *entropy, float *lse, const float *x,
+                         const float *W, const int *targets, int N, int C, int V) {
+    if (N <= 0) return;
+    int R = logits_chunk_rows(N, V);
+    float *logits = xmalloc((size_t)R * V * sizeof(float));
+    for (int r0 = 0; r0 < N; r0 += R) {
+        int rows = N - r0 < R ? N - r0 : R;
+        // logits (rows,V) = x[r0:r0+rows] (rows,C) @ W^T
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, C, 1.0f,
+                    x + (size_t)r0 * C, C, W, C, 0.0f, logits, V);
+        // with d = z - max: lse = max + log(sum e^d), entropy = log(sum e^d) - sum e^d d / sum e^d
+#pragma omp parallel for schedule(static) if ((size_t)rows * V >= PAR_MIN)
+        for (int i = 0; i < rows; i++) {
+            int n = r0 + i;
+            const float *z = logits + (size_t)i * V;
+            float m = row_max(z, V), sum = 0.0f, ed = 0.0f;
+#pragma omp simd reduction(+ : sum, ed)
+            for (int v = 0; v < V; v++) {
+                float d = z[v] - m, e = exp_fast(d);
+                sum += e;
+                ed += e * d;
+            }
+            float logsum = logf(sum);
+            lse[n] = m + logsum;
+            int tgt = targets[n];
+            logp[n] = tgt >= 0 ? z[tgt] - lse[n] : 0.0f;
+            if (entropy) entropy[n] = tgt >= 0 ? logsum - ed / sum : 0.0f;
+        }
+    }
+    free(logits);
+}
+
+// With p = softmax(z), logp = z_y - lse and H = -sum p log p:
+//   dlogp/dz_v = [v==y] - p_v,   dH/dz_v = -p_v (log p_v + H).
+// dz overwrites the recomputed logits chunk, then dx += dz @ W and dW += dz^T @ x.
+void cpu_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
+                          const float *dentropy, const float *x, const float *W,
+                          const int *targets, const float *lse, int N, int C, int V) {
+    if (N <= 0 || (!dx && !dW)) return;
+    int R = logits_chunk_rows(N, V);
+    float *dz = xmalloc((size_t)R * V * sizeof(float));
+    for (int r0 = 0; r0 < N; r0 += R) {
+        int rows = N - r0 < R ? N - r0 : R;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, C, 1.0f,
+                    x + (size_t)r0 * C, C, W, C, 0.0f, dz, V);
+#pragma omp parallel for schedule(static) if ((size_t)rows * V >= PAR_MIN)
+        for (int i = 0; i < rows; i++) {
+            int n = r0 + i;
+            float *z = dz + (size_t)i * V;
+            int tgt = targets[n];
+            if (tgt < 0) {  // padding: no gradient
+                memset(z, 0, (size_t)V * sizeof(float));
+                continue;
+            }
+            float l = lse[n], gl = dlogp[n];
+            float ge = dentropy ? dentropy[n] : 0.0f;
+#pragma omp simd
+            for (int v = 0; v < V; v++) z[v] -= l;  // z = log p
+            if (ge != 0.0f) {
+                float H = 0.0f;
+#pragma omp simd reduction(+ : H)
+                for (int v = 0; v < V; v++) H -= exp_fast(z[v]) * z[v];
+#pragma omp simd
+                for (int v = 0; v < V; v++) {
+                    float p = exp_fast(z[v]);
+                    z[v] = -gl * p - ge * p * (z[v] + H);
+                }
+            } else {
+#pragma omp simd
+                for (int v = 0; v < V; v++) z[v] = -gl * exp_fast(z[v]);
+            }
+            z[tgt] += gl;
+        }
+        // dx[r0:r0+rows] (rows,C) += dz (rows,V) @ W (V,C)
+        if (dx)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, V, 1.0f, dz, V, W, C,
+                        1.0f, dx + (size_t)r0 * C, C);
+        // dW (V,C) += dz^T (V,rows) @ x[r0:r0+rows] (rows,C)
+        if (dW)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, rows, 1.0f, dz, V,
+                        x + (size_t)r0 * C, C, 1.0f, dW, C);
+    }
+    free(dz);
+}
+
+// ---- sampling
+// Nucleus: tokens sorted by decreasing probability (ties: lower id first); the smallest
+// prefix whose mass reaches top_p (at least one token). The draw is the inverse CDF of
+// the renormalised nucleus taken in increasing token id: the first kept token whose
+// running mass exceeds u * (nucleus mass). top_p >= 1 keeps every token, no sort.
+
+typedef struct {
+    float p;
+    int id;
+} ProbId;
+
+static int cmp_prob_desc(const void *a, const void *b) {
+    const ProbId *x = a, *y = b;
+    if (x->p != y->p) return x->p > y->p ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void sample_row(int *token, float *logp, const float *z, int V, float temperature,
+                       float top_p, float u, float *e, ProbId *sorted) {
+    if (temperature <= 0.0f) {
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (z[v] > z[best]) best = v;
+        float sum = 0.0f;
+        for (int v = 0; v < V; v++) sum += exp_fast(z[v] - z[best]);
+        *token = best;
+        *logp = -logf(sum);  // z[best] - lse
+        return;
+    }
+    // e_v = exp(z_v/T - max), unnormalised probabilities
+    float m = -INFINITY;
+    for (int v = 0; v < V; v++) {
+        e[v] = z[v] / temperature;
+        m = e[v] > m ? e[v] : m;
+    }
+    double total = 0.0;
+    for (int v = 0; v < V; v++) {
+        e[v] = exp_fast(e[v] - m);
+        total += e[v];
+    }
+    // the nucleus is {v : (e_v, -v) >= (cut_p, -cut_id)}; everything when top_p >= 1
+    float cut_p = 0.0f;
+    int cut_id = V - 1;
+    if (top_p < 1.0f) {
+        for (int v = 0; v < V; v++) sorted[v] = (ProbId){e[v], v};
+        qsort(sorted, (size_t)V, sizeof *sorted, cmp_prob_desc);
+        double need = (double)top_p * total, mass = 0.0;
+        int k = 0;
+        do {
+            mass += sorted[k].p;
+            k++;
+        } while (k < V && mass < need);
+        cut_p = sorted[k - 1].p;
+        cut_id = sorted[k - 1].id;
+    }
+#define IN_NUCLEUS(v) (e[v] > cut_p || (e[v] == cut_p && (v) <= cut_id))
+    double kept = 0.0;
+    for (int v = 0; v < V; v++)
+        if (IN_NUCLEUS(v)) kept += e[v];
+    double target = (double)u * kept, run = 0.0;
+    int pick = -1;
+    for (int v = 0; v < V; v++) {
+        if (!IN_NUCLEUS(v)) continue;
+        pick = v;  // the last kept token if rounding leaves run <= target
+        run += e[v];
+        if (run > target) break;
+    }
+#undef IN_NUCLEUS
+    *token = pick;
+    *logp = (z[pick] / temperature - m) - logf((float)total);  // z/T - lse, full distribution
+}
+
+void cpu_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
+                float temperature, float top_p, uint64_t seed, const uint64_t *counters) {
+#pragma omp parallel if ((size_t)B * V >= PAR_MIN)
+    {
+        float *e = xmalloc((size_t)V * sizeof(float));
+        ProbId *sorted = top_p < 1.0f ? xmalloc((size_t)V * sizeof(ProbId)) : NULL;
+#pragma omp for schedule(static)
+        for (int bb = 0; bb < B; bb++) {
+            float u = temperature > 0.0f ? philox_uniform(seed, counters[bb]) : 0.0f;
+            sample_row(&tokens[bb], &logp[bb], logits + (size_t)bb * V, V, temperature, top_p,
+                       u, e, sorted);
+        }
+        free(sorted);
+        free(e);
+    }
+}
+
+// ---- optimizer
+
+// Partial double sums per fixed block of SUMSQ_BLOCK elements, added in block order.
+double cpu_sum_squares(Backend *b, const float *g, size_t n) {
+    if (n == 0) return 0.0;
+    size_t nblk = (n + SUMSQ_BLOCK - 1) / SUMSQ_BLOCK;
+    double *partial = xmalloc(nblk * sizeof(double));
+#pragma omp parallel for schedule(static) if (parallel : n >= PAR_MIN)
+    for (size_t blk = 0; blk < nblk; blk++) {
+        size_t i0 = blk * SUMSQ_BLOCK, i1 = i0 + SUMSQ_BLOCK < n ? i0 + SUMSQ_BLOCK : n;
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (size_t i = i0; i < i1; i++) s += (double)g[i] * (double)g[i];
+        partial[blk] = s;
+    }
+    double total = 0.0;
+    for (size_t blk = 0; blk < nblk; blk++) total += partial[blk];
+    free(partial);
+    return total;
+}
+
+void cpu_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v,
+                      size_t n, float lr, float beta1, float beta2, float eps,
+                      float weight_decay, float grad_scale, int t) {
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i] * grad_scale;
+        float mi = beta1 * m[i] + (1.0f - beta1) * g;
+        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float mhat = mi / bc1, vhat = vi / bc2;
+        params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
+    }
+}

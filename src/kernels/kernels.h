@@ -1,0 +1,168 @@
+// kernels.h: the backend-neutral numeric kernel API of grpolab.
+//
+// Every op exists twice with the same contract: a readable float32 CPU reference
+// (cpu_ops.c, CBLAS from OpenBLAS for matrix products) and a CUDA implementation
+// (cuda_ops.cu, cuBLAS). Callers only see this header: a Backend handle and
+// "device pointers" (host memory on the CPU backend, GPU memory on CUDA) that
+// come from bk_alloc. Integer arrays (tokens, lengths, positions) are device
+// pointers too.
+//
+// Conventions (STYLE.md 2):
+// - shapes are given in a comment above each op, row-major, last index fastest;
+// - every backward ACCUMULATES (+=) into its gradient outputs, parameter and
+//   activation gradients alike, so zero-grad is one bk_zero; a NULL gradient
+//   output means "not needed" and is skipped;
+// - results do not depend on the number of threads used for reductions whose
+//   order matters within one backend (deterministic; see docs/kernels.md);
+// - a Backend is used by one host thread at a time (it owns scratch and tables).
+#ifndef GRPOLAB_KERNELS_H
+#define GRPOLAB_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { BACKEND_CPU = 0, BACKEND_CUDA = 1 } BackendKind;
+
+typedef struct Backend {
+    BackendKind kind;
+    void *impl;    // backend-private state (cuBLAS handle, scratch buffers, ...)
+    int use_tf32;  // CUDA only: allow TF32 tensor-core matmuls (off by default)
+} Backend;
+
+// "cpu" / "cuda"
+const char *backend_name(BackendKind kind);
+// Parses "cpu" / "cuda" (returns 0) or returns -1.
+int backend_parse(const char *s, BackendKind *out);
+// 1 if the CUDA backend was compiled in and a device is usable; else 0 and the
+// reason in why (e.g. "built without nvcc", "no CUDA device: <driver message>").
+int backend_cuda_available(char *why, size_t whylen);
+// Creates a backend; NULL with a message in err if it cannot (e.g. cuda without a GPU).
+Backend *backend_create(BackendKind kind, char *err, size_t errlen);
+void backend_destroy(Backend *b);
+
+// ---- memory (all sizes in bytes; failures are fatal with file:line and the library's message)
+void *bk_alloc(Backend *b, size_t bytes);
+void bk_free(Backend *b, void *p);
+void bk_zero(Backend *b, void *p, size_t bytes);
+void bk_upload(Backend *b, void *dst_dev, const void *src_host, size_t bytes);
+void bk_download(Backend *b, void *dst_host, const void *src_dev, size_t bytes);
+void bk_copy(Backend *b, void *dst_dev, const void *src_dev, size_t bytes);
+void bk_sync(Backend *b);
+
+// ---- elementwise
+// out (n) = a (n) + b (n)   (out may alias a or b)
+void kn_add(Backend *b, float *out, const float *x, const float *y, size_t n);
+// x (n) *= s
+void kn_scale(Backend *b, float *x, float s, size_t n);
+
+// ---- token embedding
+// tokens (N) in [0,V), wte (V,C) -> out (N,C)
+void kn_embedding_forward(Backend *b, float *out, const int *tokens, const float *wte, int N,
+                          int C);
+// dwte (V,C) += sum over n with tokens[n]==v of dout (N,C)[n]
+void kn_embedding_backward(Backend *b, float *dwte, const float *dout, const int *tokens, int N,
+                           int V, int C);
+
+// ---- RMSNorm: out = inp / sqrt(mean(inp^2) + eps) * weight
+// inp (N,C), weight (C) -> out (N,C); rstd (N) kept for backward
+void kn_rmsnorm_forward(Backend *b, float *out, float *rstd, const float *inp,
+                        const float *weight, int N, int C, float eps);
+// dinp (N,C) +=, dweight (C) +=
+void kn_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float *dout,
+                         const float *inp, const float *weight, const float *rstd, int N, int C);
+
+// ---- linear layer without bias (PyTorch nn.Linear layout)
+// inp (N,C), weight (OC,C) -> out (N,OC) = inp @ weight^T   (overwrites out)
+void kn_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N, int C,
+                       int OC);
+// dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dout (N,OC)
+void kn_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
+                        const float *inp, const float *weight, int N, int C, int OC);
+
+// ---- rotary position embedding, "rotate half" convention of Llama/Qwen2 in HF:
+// for head h, i < hd/2, angle = pos[n] * theta^(-2i/hd):
+//   x'[i]        = x[i] cos - x[i+hd/2] sin
+//   x'[i+hd/2]   = x[i] sin + x[i+hd/2] cos
+// x (N,NH,hd) rotated in place; pos (N) the position of each row's token.
+void kn_rope_forward(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta);
+// dx (N,NH,hd) in place: gradient w.r.t. the rotated x -> gradient w.r.t. the input x
+// (the inverse rotation; an in-place transform, the one op that does not accumulate).
+void kn_rope_backward(Backend *b, float *dx, const int *pos, int N, int NH, int hd, float theta);
+
+// ---- causal multi-head self-attention with grouped KV heads (GQA), over a batch
+// of right-padded sequences: sequence b holds tokens 0..lengths[b]-1.
+// Query head h reads KV head h / (NH/NKV). Query t attends keys s <= t, scaled by 1/sqrt(hd).
+// q (B,T,NH,hd), k,v (B,T,NKV,hd), lengths (B) -> out (B,T,NH,hd);
+// att (B,NH,T,T): softmax probabilities kept for backward.
+// Rows t >= lengths[b] are written as zeros in out and att.
+void kn_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
+                          const float *v, const int *lengths, int B, int T, int NH, int NKV,
+                          int hd);
+// dq (B,T,NH,hd) +=, dk, dv (B,T,NKV,hd) +=
+void kn_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
+                           const float *att, const float *q, const float *k, const float *v,
+                           const int *lengths, int B, int T, int NH, int NKV, int hd);
+// KV cache: cache (B,Tmax,W); src (B,T,W) -> cache[b, start[b]+t, :] = src[b,t,:]
+// for t < min(T, count[b]) (count NULL: all T rows); rows falling outside [0, Tmax) are skipped.
+void kn_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
+                 int B, int T, int Tmax, int W);
+// One decoding step: q (B,NH,hd) is the query of the token at position pos[b] of
+// sequence b, whose keys/values for positions 0..pos[b] (its own included) are in
+// kcache, vcache (B,Tmax,NKV,hd). -> out (B,NH,hd). Rows with pos[b] < 0 are skipped (zeros);
+// pos[b] >= Tmax reads the Tmax cached keys.
+void kn_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
+                         const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
+                         int hd);
+
+// ---- SwiGLU: out = silu(gate) * up, silu(x) = x * sigmoid(x)
+// gate, up (n) -> out (n)
+void kn_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
+// dgate (n) +=, dup (n) +=
+void kn_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout, const float *gate,
+                        const float *up, size_t n);
+
+// ---- output projection + log-softmax + gather of the targets' log-probs.
+// x (N,C), W (V,C), targets (N) -> logp (N) = log softmax(x W^T)[n, targets[n]],
+// lse (N) = logsumexp of each row (kept for backward), entropy (N) = -sum p log p
+// (NULL: not computed). Logits are formed a bounded chunk of rows at a time (scratch of
+// at most max(256 rows, 2^20 floats)), never for an unbounded N.
+// Rows with targets[n] < 0 are padding: logp = 0.
+void kn_logprob_forward(Backend *b, float *logp, float *entropy, float *lse, const float *x,
+                        const float *W, const int *targets, int N, int C, int V);
+// dlogp (N) = dL/dlogp, dentropy (N) = dL/dentropy or NULL -> dx (N,C) +=, dW (V,C) +=
+// (logits are recomputed chunk by chunk from x, W and lse).
+void kn_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
+                         const float *dentropy, const float *x, const float *W,
+                         const int *targets, const float *lse, int N, int C, int V);
+
+// ---- sampling from logits (B,V): the sampler's per-token work.
+// temperature > 0: softmax(logits / temperature), restricted to the smallest set of
+// tokens (in order of decreasing probability, ties by lower id) whose mass reaches
+// top_p, renormalised, sampled with the uniform u = philox_uniform(seed, counters[b]) by
+// inverse CDF over the kept tokens taken in increasing id order.
+// temperature == 0: greedy (argmax, ties by lower id).
+// tokens (B) out; logp (B) out = log softmax(logits / temperature)[token] of the full
+// (not top-p truncated) distribution (temperature 0: log softmax(logits)[token]).
+void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
+               float temperature, float top_p, uint64_t seed, const uint64_t *counters);
+
+// ---- optimizer
+// Sum of squares of g (n), returned on the host; deterministic order.
+double kn_sum_squares(Backend *b, const float *g, size_t n);
+// AdamW (Loshchilov & Hutter), step t >= 1, with bias correction; the gradient is
+// multiplied by grad_scale first (global grad-norm clipping: scale = min(1, max_norm/norm)).
+//   g = grad*grad_scale; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2
+//   p -= lr * ( (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + weight_decay * p )
+void kn_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float weight_decay,
+                     float grad_scale, int t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,735 @@
+// checkpoint.c: model checkpoints as HDF5 (layout in checkpoint.h).
+//
+// HDF5's automatic error printing is switched off around our calls; every failed call
+// becomes one message naming the file, what was being done and HDF5's own innermost error.
+// All HDF5 ids of a function are closed at its single cleanup label.
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "../common.h"
+
+// ---------------------------------------------------------------- model config as attributes
+typedef struct {
+    const char *name;  // attribute name
+    int is_float;      // 0: int (stored int32), 1: float (stored float32)
+    size_t offset;     // in ModelConfig
+} CfgField;
+
+#define INT_FIELD(f) {"model." #f, 0, offsetof(ModelConfig, f)}
+#define FLOAT_FIELD(f) {"model." #f, 1, offsetof(ModelConfig, f)}
+static const CfgField CFG_FIELDS[] = {
+    INT_FIELD(vocab_size), INT_FIELD(d_model),     INT_FIELD(n_layers),
+    INT_FIELD(n_heads),    INT_FIELD(n_kv_heads),  INT_FIELD(d_ff),
+    INT_FIELD(max_seq_len), INT_FIELD(tied_embeddings), FLOAT_FIELD(rope_theta),
+    FLOAT_FIELD(norm_eps),
+};
+#undef INT_FIELD
+#undef FLOAT_FIELD
+#define N_CFG_FIELDS ((int)(sizeof CFG_FIELDS / sizeof CFG_FIELDS[0]))
+_Static_assert(sizeof(ModelConfig) == 8 * sizeof(int) + 2 * sizeof(float),
+               "ModelConfig changed: update CFG_FIELDS in checkpoint.c");
+
+static int *cfg_int(ModelConfig *c, const CfgField *f) { return (int *)((char *)c + f->offset); }
+static float *cfg_float(ModelConfig *c, const CfgField *f) {
+    return (float *)((char *)c + f->offset);
+}
+
+// ---------------------------------------------------------------- HDF5 helpers
+typedef struct {
+    H5E_auto2_t func;
+    void *data;
+} H5Quiet;
+
+// Switches HDF5's automatic error printing off; h5_loud restores what was there.
+static H5Quiet h5_quiet(void) {
+    H5Quiet q;
+    H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    return q;
+}
+static void h5_loud(H5Quiet q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
+
+#define H5MSG_LEN 256
+static herr_t first_desc(unsigned n, const H5E_error2_t *e, void *data) {
+    if (n == 0 && e->desc) snprintf((char *)data, H5MSG_LEN, "%s", e->desc);
+    return 0;
+}
+// HDF5's own message for the call that just failed: its innermost (most specific) error.
+static const char *h5_msg(char buf[H5MSG_LEN]) {
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_desc, buf);
+    if (!buf[0]) snprintf(buf, H5MSG_LEN, "unknown HDF5 error");
+    return buf;
+}
+
+// Closes any HDF5 id (negative: nothing to close).
+static void h5_close(hid_t id) {
+    if (id < 0) return;
+    switch (H5Iget_type(id)) {
+    case H5I_FILE: H5Fclose(id); break;
+    case H5I_GROUP: H5Gclose(id); break;
+    case H5I_DATASET: H5Dclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_GENPROP_LST: H5Pclose(id); break;
+    default: break;
+    }
+}
+
+static void vlen_reclaim(hid_t type, hid_t space, void *buf) {
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(type, space, H5P_DEFAULT, buf);
+#else
+    H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+#endif
+}
+
+// "(64, 32)"; "(64,)" for 1-D, like a Python shape tuple.
+static const char *fmt_shape(char *buf, size_t len, int rank, const hsize_t *dims) {
+    size_t k = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < rank && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%llu", i ? ", " : "",
+                              (unsigned long long)dims[i]);
+    if (k < len) snprintf(buf + k, len - k, rank == 1 ? ",)" : ")");
+    return buf;
+}
+
+static const char *class_name(H5T_class_t c) {
+    switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_ARRAY: return "array";
+    default: return "non-numeric";
+    }
+}
+
+// ---------------------------------------------------------------- attribute readers
+// Each returns 1 if the attribute was read, 0 if it is absent, -1 on error (message in err).
+
+// The numeric attribute name of obj (owner: "root" or "/optimizer", for messages): one
+// element of class cls (H5T_INTEGER or H5T_FLOAT), read as mtype into out.
+static int read_num_attr(const char *path, hid_t obj, const char *owner, const char *name,
+                         H5T_class_t cls, hid_t mtype, void *out, char *err, size_t errlen) {
+    char msg[H5MSG_LEN];
+    int ret = -1;
+    hid_t a = -1, t = -1, s = -1;
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0) goto h5fail;
+    if (ex == 0) return 0;
+    if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0 || (t = H5Aget_type(a)) < 0 ||
+        (s = H5Aget_space(a)) < 0)
+        goto h5fail;
+    if (H5Tget_class(t) != cls || H5Sget_simple_extent_npoints(s) != 1) {
+        char found[64];
+        if (H5Tget_class(t) != cls)
+            snprintf(found, sizeof found, "a %s", class_name(H5Tget_class(t)));
+        else
+            snprintf(found, sizeof found, "%lld values", (long long)H5Sget_simple_extent_npoints(s));
+        set_err(err, errlen, "checkpoint '%s': %s attribute '%s' is not a single %s (found %s)",
+                path, owner, name, cls == H5T_FLOAT ? "float" : "integer", found);
+        goto done;
+    }
+    if (H5Aread(a, mtype, out) < 0) goto h5fail;
+    ret = 1;
+    goto done;
+h5fail:
+    set_err(err, errlen, "checkpoint '%s': cannot read %s attribute '%s' (HDF5: %s)", path, owner,
+            name, h5_msg(msg));
+done:
+    h5_close(s);
+    h5_close(t);
+    h5_close(a);
+    return ret;
+}
+
+// The string attribute name of obj (scalar or 1-D; fixed or variable length) as a malloc'd
+// array of *n malloc'd strings.
+static int read_str_attr(const char *path, hid_t obj, const char *name, char ***out, int *n,
+                         char *err, size_t errlen) {
+    char msg[H5MSG_LEN];
+    int ret = -1;
+    hid_t a = -1, ft = -1, mt = -1, sp = -1;
+    char **strs = NULL, **raw = NULL;
+    char *fixed = NULL;
+    hssize_t count = 0;
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0) goto h5fail;
+    if (ex == 0) return 0;
+    if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0 || (ft = H5Aget_type(a)) < 0 ||
+        (sp = H5Aget_space(a)) < 0)
+        goto h5fail;
+    count = H5Sget_simple_extent_npoints(sp);
+    if (H5Tget_class(ft) != H5T_STRING || H5Sget_simple_extent_ndims(sp) > 1 || count < 0 ||
+        count > INT_MAX) {
+        set_err(err, errlen, "checkpoint '%s': root attribute '%s' is not a string or 1-D array of strings (found %s)",
+                path, name, class_name(H5Tget_class(ft)));
+        goto done;
+    }
+    strs = xcalloc((size_t)count, sizeof *strs);
+    if (H5Tis_variable_str(ft) > 0) {
+        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mt, H5Tget_cset(ft)) < 0)
+            goto h5fail;
+        raw = xcalloc((size_t)count, sizeof *raw);
+        if (H5Aread(a, mt, raw) < 0) goto h5fail;
+        for (hssize_t i = 0; i < count; i++) strs[i] = xstrdup(raw[i] ? raw[i] : "");
+        vlen_reclaim(mt, sp, raw);
+    } else {  // fixed length: read as stored, each string ends at its first NUL or its size
+        size_t size = H5Tget_size(ft);
+        fixed = xcalloc((size_t)count, size);
+        if (H5Aread(a, ft, fixed) < 0) goto h5fail;
+        for (hssize_t i = 0; i < count; i++) {
+            const char *s = fixed + (size_t)i * size;
+            size_t len = 0;
+            while (len < size && s[len]) len++;
+            strs[i] = xmalloc(len + 1);
+            memcpy(strs[i], s, len);
+            strs[i][len] = '\0';
+        }
+    }
+    *out = strs;
+    *n = (int)count;
+    strs = NULL;
+    ret = 1;
+    goto done;
+h5fail:
+    set_err(err, errlen, "checkpoint '%s': cannot read root attribute '%s' (HDF5: %s)", path,
+            name, h5_msg(msg));
+done:
+    if (strs) checkpoint_free_vocab(strs, (int)count);
+    free(raw);
+    free(fixed);
+    h5_close(mt);
+    h5_close(sp);
+    h5_close(ft);
+    h5_close(a);
+    return ret;
+}
+
+// A scalar string attribute as one malloc'd string.
+static int read_str1_attr(const char *path, hid_t obj, const char *name, char **out, char *err,
+                          size_t errlen) {
+    char **strs = NULL;
+    int n = 0;
+    int r = read_str_attr(path, obj, name, &strs, &n, err, errlen);
+    if (r != 1) return r;
+    if (n != 1) {
+        checkpoint_free_vocab(strs, n);
+        return set_err(err, errlen, "checkpoint '%s': root attribute '%s' holds %d strings, expected one",
+                       path, name, n);
+    }
+    *out = strs[0];
+    free(strs);
+    return 1;
+}
+
+// ---------------------------------------------------------------- opening and metadata
+// Opens path read-only and checks the format name and version. Returns the file id or -1.
+static hid_t open_checkpoint(const char *path, char *err, size_t errlen) {
+    char msg[H5MSG_LEN];
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return set_err(err, errlen, "cannot open checkpoint '%s': file does not exist", path);
+        return set_err(err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode))
+        return set_err(err, errlen, "cannot open checkpoint '%s': it is a directory", path);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return set_err(err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    close(fd);
+    if (H5Fis_hdf5(path) <= 0)
+        return set_err(err, errlen, "checkpoint '%s' is not an HDF5 file (or is truncated/corrupt)",
+                       path);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return set_err(err, errlen, "checkpoint '%s' is truncated or corrupt (HDF5: %s)", path,
+                       h5_msg(msg));
+
+    char *format = NULL, *writer = NULL;
+    int64_t version = 0;
+    int r = read_str1_attr(path, f, "format", &format, err, errlen);
+    if (r < 0) goto fail;
+    if (r == 0 || strcmp(format, CHECKPOINT_FORMAT) != 0) {
+        set_err(err, errlen, "'%s' is not a grpolab checkpoint (root attribute 'format' %s%s%s; expected \"%s\")",
+                path, r == 0 ? "missing" : "is \"", r == 0 ? "" : format, r == 0 ? "" : "\"",
+                CHECKPOINT_FORMAT);
+        goto fail;
+    }
+    r = read_num_attr(path, f, "root", "format_version", H5T_INTEGER, H5T_NATIVE_INT64, &version,
+                      err, errlen);
+    if (r < 0) goto fail;
+    if (r == 0) {
+        set_err(err, errlen, "checkpoint '%s' has no root attribute 'format_version' (expected %d)",
+                path, CHECKPOINT_FORMAT_VERSION);
+        goto fail;
+    }
+    if (version != CHECKPOINT_FORMAT_VERSION) {
+        char by[96] = "";
+        if (read_str1_attr(path, f, "grpolab_version", &writer, NULL, 0) == 1)
+            snprintf(by, sizeof by, " (written by grpolab %s)", writer);
+        set_err(err, errlen, "checkpoint '%s' has format_version %lld%s, this grpolab (%s) reads version %d "
+                "(re-create it with this grpolab's pretrain, or use a matching grpolab)",
+                path, (long long)version, by, GRPOLAB_VERSION, CHECKPOINT_FORMAT_VERSION);
+        goto fail;
+    }
+    free(format);
+    return f;
+fail:
+    free(format);
+    free(writer);
+    H5Fclose(f);
+    return -1;
+}
+
+// Reads every model.* attribute into cfg and validates the result.
+static int read_config(const char *path, hid_t f, ModelConfig *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < N_CFG_FIELDS; i++) {
+        const CfgField *fd = &CFG_FIELDS[i];
+        int64_t iv = 0;
+        double dv = 0;
+        int r = fd->is_float ? read_num_attr(path, f, "root", fd->name, H5T_FLOAT, H5T_NATIVE_DOUBLE,
+                                             &dv, err, errlen)
+                             : read_num_attr(path, f, "root", fd->name, H5T_INTEGER, H5T_NATIVE_INT64,
+                                             &iv, err, errlen);
+        if (r < 0) return -1;
+        if (r == 0)
+            return set_err(err, errlen, "checkpoint '%s': root attribute '%s' (model config) is missing",
+                           path, fd->name);
+        if (fd->is_float) {
+            *cfg_float(cfg, fd) = (float)dv;
+        } else {
+            if (iv < INT_MIN || iv > INT_MAX)
+                return set_err(err, errlen, "checkpoint '%s': %s = %lld is out of range", path,
+                               fd->name, (long long)iv);
+            *cfg_int(cfg, fd) = (int)iv;
+        }
+    }
+    char why[256];
+    if (model_config_validate(cfg, why, sizeof why) != 0)
+        return set_err(err, errlen, "checkpoint '%s' holds an invalid model config: %s", path, why);
+    return 0;
+}
+
+void checkpoint_free_vocab(char **vocab, int n_vocab) {
+    if (!vocab) return;
+    for (int i = 0; i < n_vocab; i++) free(vocab[i]);
+    free(vocab);
+}
+
+int checkpoint_read_meta(const char *path, ModelConfig *cfg, char ***vocab, int *n_vocab,
+                         char **config_text, int64_t *step, int *has_optimizer, char *err,
+                         size_t errlen) {
+    H5Quiet q = h5_quiet();
+    char msg[H5MSG_LEN];
+    int ret = -1;
+    char **voc = NULL, *text = NULL;
+    int nv = 0;
+    int64_t st = 0;
+    ModelConfig c;
+    hid_t f = open_checkpoint(path, err, errlen);
+    if (f < 0) goto done;
+    if (read_config(path, f, &c, err, errlen) != 0) goto done;
+    int r = read_num_attr(path, f, "root", "step", H5T_INTEGER, H5T_NATIVE_INT64, &st, err, errlen);
+    if (r < 0) goto done;
+    if (r == 0) {
+        set_err(err, errlen, "checkpoint '%s': root attribute 'step' is missing", path);
+        goto done;
+    }
+    if (read_str_attr(path, f, "tokenizer.vocab", &voc, &nv, err, errlen) < 0) goto done;
+    if (nv > c.vocab_size) {
+        set_err(err, errlen, "checkpoint '%s': tokenizer.vocab holds %d tokens, more than model.vocab_size = %d",
+                path, nv, c.vocab_size);
+        goto done;
+    }
+    if (read_str1_attr(path, f, "config", &text, err, errlen) < 0) goto done;
+    htri_t opt = H5Lexists(f, "optimizer", H5P_DEFAULT);
+    if (opt < 0) {
+        set_err(err, errlen, "checkpoint '%s': cannot look up /optimizer (HDF5: %s)", path, h5_msg(msg));
+        goto done;
+    }
+    if (cfg) *cfg = c;
+    if (step) *step = st;
+    if (has_optimizer) *has_optimizer = opt > 0;
+    if (vocab) {
+        *vocab = voc;
+        voc = NULL;
+    }
+    if (n_vocab) *n_vocab = vocab ? nv : 0;
+    if (config_text) {
+        *config_text = text;
+        text = NULL;
+    }
+    ret = 0;
+done:
+    checkpoint_free_vocab(voc, nv);
+    free(text);
+    h5_close(f);
+    h5_loud(q);
+    return ret;
+}
+
+// ---------------------------------------------------------------- tensors
+// Writes tensor t of base (host, n_params floats) as a float32 dataset named t->name in loc.
+static herr_t write_tensor(hid_t loc, const ParamTensor *t, const float *base) {
+    hsize_t dims[2] = {(hsize_t)t->shape[0], (hsize_t)t->shape[1]};
+    hid_t sp = H5Screate_simple(t->ndim, dims, NULL);
+    if (sp < 0) return -1;
+    hid_t d = H5Dcreate2(loc, t->name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t r = d < 0 ? -1 : H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, base + t->offset);
+    if (d >= 0 && H5Dclose(d) < 0) r = -1;
+    H5Sclose(sp);
+    return r;
+}
+
+// Reads dataset t->name of loc (shown as prefix + name) into base + t->offset after checking
+// that it is a float dataset of t's shape.
+static int read_tensor(const char *path, hid_t loc, const char *prefix, const ParamTensor *t,
+                       float *base, char *err, size_t errlen) {
+    char msg[H5MSG_LEN], s1[96], s2[96];
+    int ret = -1;
+    hid_t d = -1, ft = -1, sp = -1;
+    htri_t ex = H5Lexists(loc, t->name, H5P_DEFAULT);
+    if (ex == 0) return set_err(err, errlen, "checkpoint '%s': tensor '%s%s' is missing", path, prefix, t->name);
+    if (ex < 0 || (d = H5Dopen2(loc, t->name, H5P_DEFAULT)) < 0 || (ft = H5Dget_type(d)) < 0 ||
+        (sp = H5Dget_space(d)) < 0) {
+        set_err(err, errlen, "checkpoint '%s': cannot open tensor '%s%s' as a dataset (HDF5: %s)",
+                path, prefix, t->name, h5_msg(msg));
+        goto done;
+    }
+    if (H5Tget_class(ft) != H5T_FLOAT) {
+        set_err(err, errlen, "checkpoint '%s': tensor '%s%s' has %s elements, expected float32",
+                path, prefix, t->name, class_name(H5Tget_class(ft)));
+        goto done;
+    }
+    hsize_t dims[H5S_MAX_RANK];
+    hsize_t want[2] = {(hsize_t)t->shape[0], (hsize_t)t->shape[1]};
+    int rank = H5Sget_simple_extent_ndims(sp);
+    if (rank < 0 || rank > H5S_MAX_RANK || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+        set_err(err, errlen, "checkpoint '%s': cannot read the shape of tensor '%s%s' (HDF5: %s)",
+                path, prefix, t->name, h5_msg(msg));
+        goto done;
+    }
+    int same = rank == t->ndim;
+    for (int i = 0; same && i < rank; i++) same = dims[i] == want[i];
+    if (!same) {
+        set_err(err, errlen, "checkpoint '%s': tensor '%s%s' has shape %s, expected %s for this model config",
+                path, prefix, t->name, fmt_shape(s1, sizeof s1, rank, dims),
+                fmt_shape(s2, sizeof s2, t->ndim, want));
+        goto done;
+    }
+    if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, base + t->offset) < 0) {
+        set_err(err, errlen, "checkpoint '%s': cannot read tensor '%s%s' (truncated or corrupt? HDF5: %s)",
+                path, prefix, t->name, h5_msg(msg));
+        goto done;
+    }
+    ret = 0;
+done:
+    h5_close(sp);
+    h5_close(ft);
+    h5_close(d);
+    return ret;
+}
+
+// Reads every tensor of m's table from group loc into base (host, n_params floats).
+static int read_tensors(const char *path, hid_t loc, const char *prefix, const Model *m,
+                        float *base, char *err, size_t errlen) {
+    for (int i = 0; i < model_num_tensors(m); i++)
+        if (read_tensor(path, loc, prefix, model_tensor(m, i), base, err, errlen) != 0) return -1;
+    return 0;
+}
+
+// ---------------------------------------------------------------- load
+int checkpoint_load(const char *path, Model *m, int load_optimizer, char *err, size_t errlen) {
+    H5Quiet q = h5_quiet();
+    char msg[H5MSG_LEN];
+    int ret = -1;
+    hid_t f = -1, opt = -1, gm = -1, gv = -1;
+    float *hp = NULL, *hm = NULL, *hv = NULL;
+    int64_t adam_step = 0;
+    size_t n = model_num_params(m);
+
+    if ((f = open_checkpoint(path, err, errlen)) < 0) goto done;
+    ModelConfig fc, mc = *model_config(m);
+    if (read_config(path, f, &fc, err, errlen) != 0) goto done;
+    for (int i = 0; i < N_CFG_FIELDS; i++) {
+        const CfgField *fd = &CFG_FIELDS[i];
+        if (fd->is_float && *cfg_float(&fc, fd) != *cfg_float(&mc, fd)) {
+            set_err(err, errlen, "checkpoint '%s': %s is %.9g, the model being loaded has %.9g",
+                    path, fd->name, *cfg_float(&fc, fd), *cfg_float(&mc, fd));
+            goto done;
+        }
+        if (!fd->is_float && *cfg_int(&fc, fd) != *cfg_int(&mc, fd)) {
+            set_err(err, errlen, "checkpoint '%s': %s is %d, the model being loaded has %d", path,
+                    fd->name, *cfg_int(&fc, fd), *cfg_int(&mc, fd));
+            goto done;
+        }
+    }
+    hp = xmalloc(n * sizeof(float));
+    if (read_tensors(path, f, "", m, hp, err, errlen) != 0) goto done;
+
+    if (load_optimizer) {
+        htri_t ex = H5Lexists(f, "optimizer", H5P_DEFAULT);
+        if (ex == 0) {
+            set_err(err, errlen, "checkpoint '%s' holds no optimizer state (needed to resume; it was "
+                    "saved without the optimizer)", path);
+            goto done;
+        }
+        if (ex < 0 || (opt = H5Gopen2(f, "optimizer", H5P_DEFAULT)) < 0) {
+            set_err(err, errlen, "checkpoint '%s': cannot open group /optimizer (HDF5: %s)", path,
+                    h5_msg(msg));
+            goto done;
+        }
+        int r = read_num_attr(path, opt, "/optimizer", "adam_step", H5T_INTEGER, H5T_NATIVE_INT64,
+                              &adam_step, err, errlen);
+        if (r < 0) goto done;
+        if (r == 0) {
+            set_err(err, errlen, "checkpoint '%s': /optimizer attribute 'adam_step' is missing", path);
+            goto done;
+        }
+        if (adam_step < 0 || adam_step > INT_MAX) {
+            set_err(err, errlen, "checkpoint '%s': /optimizer attribute 'adam_step' is %lld, expected 0 .. %d",
+                    path, (long long)adam_step, INT_MAX);
+            goto done;
+        }
+        const char *names[2] = {"m", "v"};
+        hid_t *groups[2] = {&gm, &gv};
+        for (int k = 0; k < 2; k++) {
+            ex = H5Lexists(opt, names[k], H5P_DEFAULT);
+            if (ex <= 0 || (*groups[k] = H5Gopen2(opt, names[k], H5P_DEFAULT)) < 0) {
+                set_err(err, errlen, "checkpoint '%s': group /optimizer/%s is %s", path, names[k],
+                        ex == 0 ? "missing" : "unreadable");
+                goto done;
+            }
+        }
+        hm = xmalloc(n * sizeof(float));
+        hv = xmalloc(n * sizeof(float));
+        if (read_tensors(path, gm, "optimizer/m/", m, hm, err, errlen) != 0 ||
+            read_tensors(path, gv, "optimizer/v/", m, hv, err, errlen) != 0)
+            goto done;
+    }
+
+    // everything was read and checked: only now does the model change
+    Backend *bk = model_backend(m);
+    bk_upload(bk, model_params(m), hp, n * sizeof(float));
+    if (load_optimizer) {
+        bk_upload(bk, model_adam_m(m), hm, n * sizeof(float));
+        bk_upload(bk, model_adam_v(m), hv, n * sizeof(float));
+        model_set_adam_step(m, (int)adam_step);
+    }
+    ret = 0;
+done:
+    free(hp);
+    free(hm);
+    free(hv);
+    h5_close(gv);
+    h5_close(gm);
+    h5_close(opt);
+    h5_close(f);
+    h5_loud(q);
+    return ret;
+}
+
+// ---------------------------------------------------------------- save
+// The directory part of path must exist and be a directory.
+static int check_parent_dir(const char *path, char *err, size_t errlen) {
+    const char *slash = strrchr(path, '/');
+    size_t len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
+    char *dir = xmalloc(len + 1);
+    memcpy(dir, slash ? path : ".", len);
+    dir[len] = '\0';
+    struct stat st;
+    int ret = 0;
+    if (stat(dir, &st) != 0)
+        ret = set_err(err, errlen, "cannot save checkpoint '%s': directory '%s' %s", path, dir,
+                      errno == ENOENT ? "does not exist (create it first)" : strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        ret = set_err(err, errlen, "cannot save checkpoint '%s': '%s' is not a directory", path, dir);
+    free(dir);
+    return ret;
+}
+
+// fsync of a file or directory; filesystems that cannot sync (EINVAL) are not an error.
+static int sync_path(const char *p, int is_dir) {
+    int fd = open(p, is_dir ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    if (r != 0 && errno == EINVAL) r = 0;
+    close(fd);
+    return r;
+}
+
+static herr_t write_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, hid_t space,
+                         const void *buf) {
+    hid_t a = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) return -1;
+    herr_t r = H5Awrite(a, mtype, buf);
+    if (H5Aclose(a) < 0) r = -1;
+    return r;
+}
+
+int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err, size_t errlen) {
+    const CkptInfo none = {0};
+    if (!info) info = &none;
+    const ModelConfig *c = model_config(m);
+    if (!path || !path[0]) return set_err(err, errlen, "cannot save checkpoint: empty path");
+    if (info->n_vocab < 0 || (info->n_vocab > 0 && !info->vocab))
+        return set_err(err, errlen, "cannot save checkpoint '%s': n_vocab = %d without a vocabulary",
+                       path, info->n_vocab);
+    if (info->n_vocab > c->vocab_size)
+        return set_err(err, errlen, "cannot save checkpoint '%s': the tokenizer has %d tokens, more than model.vocab_size = %d",
+                       path, info->n_vocab, c->vocab_size);
+    for (int i = 0; i < info->n_vocab; i++)
+        if (!info->vocab[i])
+            return set_err(err, errlen, "cannot save checkpoint '%s': token %d of the vocabulary is NULL",
+                           path, i);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return set_err(err, errlen, "cannot save checkpoint '%s': it is a directory", path);
+    if (check_parent_dir(path, err, errlen) != 0) return -1;
+
+    H5Quiet q = h5_quiet();
+    char msg[H5MSG_LEN], what[160] = "";
+    int ret = -1, created = 0;
+    size_t n = model_num_params(m);
+    size_t plen = strlen(path);
+    char *tmp = xmalloc(plen + 5);
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    float *host = xmalloc(n * sizeof(float));
+    hid_t fapl = -1, f = -1, scalar = -1, str_t = -1, vspace = -1, opt = -1, g = -1;
+
+#define TRY(call, ...)                                   \
+    do {                                                 \
+        if ((call) < 0) {                                \
+            snprintf(what, sizeof what, __VA_ARGS__);    \
+            goto h5fail;                                 \
+        }                                                \
+    } while (0)
+
+    // The 1.8 file format (readable by any HDF5 >= 1.8, h5py included) stores attributes
+    // over 64 KiB (a large tokenizer vocabulary) densely.
+    TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "a file access property list");
+    TRY(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST), "the file format bounds");
+    f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (f < 0) {
+        set_err(err, errlen, "cannot create checkpoint file '%s' (HDF5: %s)", tmp, h5_msg(msg));
+        goto done;
+    }
+    created = 1;
+    TRY(scalar = H5Screate(H5S_SCALAR), "a dataspace");
+    TRY(str_t = H5Tcopy(H5T_C_S1), "a string type");
+    TRY(H5Tset_size(str_t, H5T_VARIABLE), "a string type");
+    TRY(H5Tset_cset(str_t, H5T_CSET_UTF8), "a string type");
+
+    const char *format = CHECKPOINT_FORMAT, *version = GRPOLAB_VERSION;
+    int format_version = CHECKPOINT_FORMAT_VERSION;
+    TRY(write_attr(f, "format", str_t, str_t, scalar, &format), "attribute 'format'");
+    TRY(write_attr(f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, scalar, &format_version),
+        "attribute 'format_version'");
+    TRY(write_attr(f, "grpolab_version", str_t, str_t, scalar, &version), "attribute 'grpolab_version'");
+    TRY(write_attr(f, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, scalar, &info->step), "attribute 'step'");
+    ModelConfig cc = *c;
+    for (int i = 0; i < N_CFG_FIELDS; i++) {
+        const CfgField *fd = &CFG_FIELDS[i];
+        if (fd->is_float)
+            TRY(write_attr(f, fd->name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, scalar, cfg_float(&cc, fd)),
+                "attribute '%s'", fd->name);
+        else
+            TRY(write_attr(f, fd->name, H5T_STD_I32LE, H5T_NATIVE_INT, scalar, cfg_int(&cc, fd)),
+                "attribute '%s'", fd->name);
+    }
+    if (info->config_text)
+        TRY(write_attr(f, "config", str_t, str_t, scalar, &info->config_text), "attribute 'config'");
+    if (info->n_vocab > 0) {
+        hsize_t nv = (hsize_t)info->n_vocab;
+        TRY(vspace = H5Screate_simple(1, &nv, NULL), "a dataspace");
+        TRY(write_attr(f, "tokenizer.vocab", str_t, str_t, vspace, info->vocab),
+            "attribute 'tokenizer.vocab'");
+    }
+
+    Backend *bk = model_backend(m);
+    bk_download(bk, host, model_params(m), n * sizeof(float));
+    for (int i = 0; i < model_num_tensors(m); i++)
+        TRY(write_tensor(f, model_tensor(m, i), host), "tensor '%s'", model_tensor(m, i)->name);
+
+    if (info->with_optimizer) {
+        int64_t adam_step = model_adam_step(m);
+        TRY(opt = H5Gcreate2(f, "optimizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "group /optimizer");
+        TRY(write_attr(opt, "adam_step", H5T_STD_I64LE, H5T_NATIVE_INT64, scalar, &adam_step),
+            "attribute /optimizer adam_step");
+        const char *names[2] = {"m", "v"};
+        float *bufs[2] = {model_adam_m(m), model_adam_v(m)};
+        for (int k = 0; k < 2; k++) {
+            TRY(g = H5Gcreate2(opt, names[k], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                "group /optimizer/%s", names[k]);
+            bk_download(bk, host, bufs[k], n * sizeof(float));
+            for (int i = 0; i < model_num_tensors(m); i++)
+                TRY(write_tensor(g, model_tensor(m, i), host), "tensor 'optimizer/%s/%s'",
+                    names[k], model_tensor(m, i)->name);
+            h5_close(g);
+            g = -1;
+        }
+    }
+#undef TRY
+
+    h5_close(opt);
+    opt = -1;
+    herr_t closed = H5Fclose(f);
+    f = -1;
+    if (closed < 0) {
+        set_err(err, errlen, "cannot finish writing checkpoint file '%s' (disk full? HDF5: %s)", tmp,
+                h5_msg(msg));
+        goto done;
+    }
+    if (sync_path(tmp, 0) != 0) {
+        set_err(err, errlen, "cannot sync checkpoint file '%s' to disk: %s", tmp, strerror(errno));
+        goto done;
+    }
+    if (rename(tmp, path) != 0) {
+        set_err(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        goto done;
+    }
+    created = 0;
+    // make the rename itself durable (best effort)
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        char *dir = xstrdup(path);
+        dir[slash == path ? 1 : slash - path] = '\0';
+        sync_path(dir, 1);
+        free(dir);
+    } else {
+        sync_path(".", 1);
+    }
+    ret = 0;
+    goto done;
+h5fail:
+    set_err(err, errlen, "cannot write %s of checkpoint '%s' (HDF5: %s)", what, tmp, h5_msg(msg));
+done:
+    h5_close(g);
+    h5_close(opt);
+    h5_close(vspace);
+    h5_close(str_t);
+    h5_close(scalar);
+    h5_close(f);
+    h5_close(fapl);
+    if (created) unlink(tmp);
+    free(host);
+    free(tmp);
+    h5_loud(q);
+    return ret;
+}

@@ -1,0 +1,59 @@
+// checkpoint.h: model checkpoints as HDF5 files a PyTorch user can open with h5py.
+//
+// Layout (format "grpolab-checkpoint", version 1):
+//   root attributes
+//     format = "grpolab-checkpoint"     format_version = 1 (int32)
+//     grpolab_version = GRPOLAB_VERSION step (int64)
+//     model.<field> for every ModelConfig field (ints int32, floats float32: exact round trip)
+//     config            resolved config as INI text (only when given)
+//     tokenizer.vocab   1-D variable-length strings, token strings in id order (only when given)
+//   /<tensor name>      one float32 dataset per parameter tensor, named and shaped as in the
+//                       model's table, e.g. f['layers.0.attn.wq'] is (NH*hd, C)
+//   /optimizer          (only with the optimizer) attribute adam_step (int64, AdamW steps taken)
+//   /optimizer/m/<name>, /optimizer/v/<name>   AdamW first and second moments, same shapes
+//
+// Saving is atomic: the file is written to "<path>.tmp", synced, then renamed over path, so a
+// crash never leaves a half-written file under the real name nor destroys the old checkpoint.
+// The parent directory must exist (it is not created).
+//
+// Every function returns 0 on success, or -1 with a message in err that names the file and
+// what was expected and found (missing, not HDF5, truncated, wrong format or version, missing
+// tensor, wrong shape or dtype, config mismatch). A failed load leaves the model untouched.
+#ifndef GRPOLAB_CHECKPOINT_H
+#define GRPOLAB_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+#define CHECKPOINT_FORMAT "grpolab-checkpoint"
+#define CHECKPOINT_FORMAT_VERSION 1
+
+typedef struct {
+    const char *const *vocab;  // tokenizer vocabulary, token strings in id order (may be NULL/0);
+    int n_vocab;               // tokens may hold any bytes except NUL; n_vocab <= vocab_size
+    const char *config_text;   // resolved config as INI text (may be NULL)
+    int64_t step;              // training step the checkpoint was taken at
+    int with_optimizer;        // also store AdamW m and v and the AdamW step count
+} CkptInfo;
+
+// Writes the parameters of m (and, with info->with_optimizer, its AdamW state) with the
+// metadata in info (NULL: no vocab, no config text, step 0, no optimizer).
+int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err, size_t errlen);
+
+// Reads only the metadata (to build a Model before loading): model config (validated), vocab
+// (malloc'd array of malloc'd strings, NULL/0 when the file has none; free with
+// checkpoint_free_vocab), config text (malloc'd, NULL when the file has none), step, and
+// whether the file holds optimizer state. Any out-pointer may be NULL.
+int checkpoint_read_meta(const char *path, ModelConfig *cfg, char ***vocab, int *n_vocab,
+                         char **config_text, int64_t *step, int *has_optimizer, char *err,
+                         size_t errlen);
+void checkpoint_free_vocab(char **vocab, int n_vocab);
+
+// Loads every tensor of m's table into m. m's config must equal the file's (a mismatch names
+// the field, the file's value and the model's). load_optimizer: also AdamW m, v and step
+// (an error if the file holds none). On error m is left unchanged.
+int checkpoint_load(const char *path, Model *m, int load_optimizer, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,80 @@
+// config.h: grpolab's settings: INI files with [sections], `--set section.key=value`
+// overrides, and validation against one schema table (config_schema.c).
+//
+// File syntax:
+//   [section]            header; every key belongs to the last header above it
+//   key = value          whitespace around key and value is trimmed
+//   # comment, ; comment full line, or after whitespace at the end of a line
+//   key = "a \"q\" \\ b" double-quoted value, escapes \" and \\ only; '#' inside is literal
+// Types: int (decimal, optional sign), float (finite, strtod syntax), bool
+// (true/false/1/0/yes/no/on/off, any case), string, enum (one of "a|b|c", any case,
+// stored in the schema's spelling). INT and FLOAT values must lie in [min, max].
+//
+// Errors are returned, never printed: -1 and a message in err that starts with where
+// the value came from ("file:line: " or "--set '...': ") and names the key, the value
+// and what is allowed. The CLI prints "grpolab: error: <message>" and exits 2.
+// A call that fails leaves the Config unchanged.
+//
+// Adding a setting: one row in CONFIG_SCHEMA (config_schema.c), read it with
+// config_int/float/bool/str("section.key"). Rows of a section need not be adjacent.
+#ifndef GRPOLAB_CONFIG_H
+#define GRPOLAB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STRING, CFG_ENUM } CfgType;
+
+typedef struct {
+    const char *section, *key;
+    CfgType type;
+    const char *def;      // default value as text, parsed like a file value
+    double min, max;      // inclusive range for INT and FLOAT (ignored otherwise)
+    const char *choices;  // ENUM: "a|b|c" (NULL otherwise)
+    const char *help;     // one line, shown by `grpolab config --keys`
+} CfgKey;
+
+// The global schema (config_schema.c).
+extern const CfgKey CONFIG_SCHEMA[];
+extern const int CONFIG_SCHEMA_LEN;
+
+typedef struct Config Config;
+
+// A config with every key of CONFIG_SCHEMA at its default. An invalid default in the
+// schema is a programming error: die() with the key and the reason.
+Config *config_new(void);
+void config_free(Config *c);
+
+// Reads an INI file and applies it on top of c. Keys not in the file keep their value.
+// 0 ok; -1 and a message (unreadable file, syntax, unknown key, bad value, duplicate key).
+int config_load_file(Config *c, const char *path, char *err, size_t errlen);
+// Same for INI text in memory; name_for_errors is used as the file name in messages
+// (NULL: "<config>"). Used for config text stored in HDF5 run logs.
+int config_load_text(Config *c, const char *text, const char *name_for_errors, char *err,
+                     size_t errlen);
+// Applies one command-line override "section.key=value". The value is taken verbatim
+// after trimming (no comments); a value wholly in double quotes is unquoted.
+int config_set(Config *c, const char *assignment, char *err, size_t errlen);
+
+// Typed getters by "section.key". An unknown name, or a getter of the wrong type, is a
+// programming error: die(). config_str serves STRING and ENUM keys; the pointer lives
+// until the key is next changed or the Config is freed.
+int64_t config_int(const Config *c, const char *name);
+double config_float(const Config *c, const char *name);
+int config_bool(const Config *c, const char *name);
+const char *config_str(const Config *c, const char *name);
+// 1 if the key was given by a file or --set (even if equal to its default), else 0.
+// Unknown name: die().
+int config_was_set(const Config *c, const char *name);
+
+// The resolved config as INI text: every key, sections in order of first appearance in
+// the schema, keys in schema order; strings quoted; floats in the shortest form that
+// reads back to the same double. config_load_text of it gives an equal config.
+// malloc'd; the caller frees.
+char *config_to_ini(const Config *c);
+
+// One line per key: section.key, type, default, allowed values, help.
+void config_print_keys(FILE *f);
+
+#endif

@@ -1,0 +1,231 @@
+// main.c: `grpolab <command> [options]`, the command table and the small commands.
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "bench.h"
+#include "checkpoint.h"
+#include "cli.h"
+#include "config.h"
+#include "model.h"
+#include "setup.h"
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} Command;
+
+static int cmd_help(int argc, char **argv);
+
+// ---------------------------------------------------------------- version
+static int cmd_version(int argc, char **argv) {
+    static const CliSpec spec = {"version", "Print the version of grpolab and its backends.", "", NULL,
+                                 0, 0, NULL};
+    CliArgs a;
+    int rc = cli_parse(&spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    char why[256];
+    int cuda = backend_cuda_available(why, sizeof why);
+    printf("grpolab %s\n", GRPOLAB_VERSION);
+#ifdef GRPOLAB_CUDA
+    printf("backends: cpu (built), cuda (built; %s)\n", cuda ? "device available" : why);
+#else
+    (void)cuda;
+    printf("backends: cpu (built), cuda (not built: no nvcc at build time)\n");
+#endif
+    return 0;
+}
+
+// ---------------------------------------------------------------- config
+static const CliOption config_opts[] = {
+    {"print", "FILE", "print the resolved config of FILE (defaults + FILE + --set) as INI"},
+    {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
+    {"keys", NULL, "list every config key: type, default, allowed values, meaning"},
+};
+static const CliSpec config_spec = {
+    "config", "Print a resolved config, or the list of config keys.",
+    "(--print FILE [--set SECTION.KEY=VALUE]... | --set ... | --keys)", config_opts, 3, 0, NULL};
+
+static int cmd_config(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&config_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (cli_flag(&config_spec, &a, "keys")) {
+        config_print_keys(stdout);
+        return 0;
+    }
+    const char *path = cli_get(&config_spec, &a, "print");
+    if (!path && a.n_sets == 0) {
+        cli_print_usage(&config_spec, stderr);
+        return 2;
+    }
+    Config *c = cli_load_config(path, &a);
+    if (!c) return 2;
+    ModelConfig mc;
+    char err[512];
+    if (setup_model_config(c, &mc, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s%s%s\n", path ? path : "", path ? ": " : "", err);
+        config_free(c);
+        return 2;
+    }
+    char *text = config_to_ini(c);
+    fputs(text, stdout);
+    free(text);
+    config_free(c);
+    return 0;
+}
+
+// ---------------------------------------------------------------- init
+static const CliOption init_opts[] = {
+    {"config", "FILE", "config file (INI); defaults are used for keys it does not set"},
+    {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
+    {"out", "FILE", "checkpoint to write (required), e.g. data/models/init.h5"},
+};
+static const CliSpec init_spec = {
+    "init", "Write a randomly initialised model (from [model] and run.seed) as an HDF5 checkpoint.",
+    "[--config FILE] [--set SECTION.KEY=VALUE]... --out FILE", init_opts, 3, 0, NULL};
+
+static int cmd_init(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&init_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    const char *out = cli_get(&init_spec, &a, "out");
+    if (!out || !*out) {
+        fprintf(stderr, "grpolab init: error: --out FILE is required\n");
+        return 2;
+    }
+    const char *cfg_path = cli_get(&init_spec, &a, "config");
+    Config *c = cli_load_config(cfg_path, &a);
+    if (!c) return 2;
+    char err[1024];
+    ModelConfig mc;
+    if (setup_model_config(c, &mc, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s%s%s\n", cfg_path ? cfg_path : "", cfg_path ? ": " : "", err);
+        config_free(c);
+        return 2;
+    }
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    if (!bk) die("%s", err);
+    Model *m = model_create(bk, &mc);
+    model_init_params(m, (uint64_t)config_int(c, "run.seed"));
+    char *text = config_to_ini(c);
+    CkptInfo info = {.vocab = NULL, .n_vocab = 0, .config_text = text, .step = 0, .with_optimizer = 0};
+    int ok = checkpoint_save(out, m, &info, err, sizeof err) == 0;
+    if (ok)
+        printf("wrote %s: %zu parameters (%d layers, d_model %d)\n", out, model_num_params(m),
+               mc.n_layers, mc.d_model);
+    else
+        fprintf(stderr, "grpolab: error: %s\n", err);
+    free(text);
+    model_free(m);
+    backend_destroy(bk);
+    config_free(c);
+    return ok ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- bench
+static const CliOption bench_opts[] = {
+    {"backend", "NAME", "auto|cpu|cuda (default: run.backend, auto)"},
+    {"steps", "N", "timed training steps, best one reported (default 3)"},
+    {"quick", NULL, "a much smaller model and batch (smoke test of the benchmark itself)"},
+    {"set", "SECTION.KEY=VALUE", "override one key, e.g. run.threads=1 (repeatable)"},
+};
+static const CliSpec bench_spec = {
+    "bench",
+    "Kernel benchmark of docs/benchmarks.md: training step (d_model 256, 4 layers, 4 heads,\n"
+    "d_ff 688, vocab 64, batch 64 x 128) tokens/s and GFLOP/s against cblas_sgemm on 1024^3,\n"
+    "and batched KV-cache decoding (256 sequences, 32-token prompt, 96 new tokens).",
+    "[--backend NAME] [--steps N] [--quick] [--set SECTION.KEY=VALUE]...", bench_opts, 4, 0, NULL};
+
+static int parse_positive_int(const char *opt, const char *s, int *out) {
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *end != '\0' || v < 1 || v > 1000000) {
+        fprintf(stderr, "grpolab: error: --%s '%s': expected an integer in [1, 1000000]\n", opt,
+                s ? s : "");
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int cmd_bench(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&bench_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    int steps = 3;
+    const char *s = cli_get(&bench_spec, &a, "steps");
+    if (s && parse_positive_int("steps", s, &steps) != 0) return 2;
+    int quick = cli_flag(&bench_spec, &a, "quick");
+    Config *c = cli_load_config(NULL, &a);
+    if (!c) return 2;
+    char err[512];
+    Backend *bk = setup_backend(c, cli_get(&bench_spec, &a, "backend"), 1, err, sizeof err);
+    if (!bk) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
+    ModelConfig mc = model_config_default();
+    mc.vocab_size = 64;
+    mc.d_model = quick ? 64 : 256;
+    mc.n_layers = quick ? 2 : 4;
+    mc.n_heads = 4;
+    mc.n_kv_heads = 4;
+    mc.d_ff = quick ? 172 : 688;
+    mc.max_seq_len = 128;
+    int B = quick ? 8 : 64, T = quick ? 64 : 128;
+    int dB = quick ? 16 : 256, dP = 32, dN = quick ? 16 : 96;
+    int threads = (int)config_int(c, "run.threads");
+    printf("grpolab bench: backend %s, threads %s%d\n", backend_name(bk->kind),
+           threads ? "" : "all = ", threads ? threads : omp_get_max_threads());
+    double sg = bench_sgemm_gflops(quick ? 256 : 1024, 5);
+    printf("  cblas_sgemm %dx%dx%d (CPU)           %8.1f GFLOP/s\n", quick ? 256 : 1024,
+           quick ? 256 : 1024, quick ? 256 : 1024, sg);
+    BenchTrain tr = bench_train_step(bk, &mc, B, T, steps);
+    printf("  train step fwd+bwd+AdamW, %zu params, batch %dx%d:\n", tr.params, B, T);
+    printf("      %10.0f tokens/s  %8.1f GFLOP/s  (%.1f%% of sgemm)  %.3f s/step\n",
+           tr.tokens_per_s, tr.gflops, 100.0 * tr.gflops / sg, tr.seconds);
+    double dec = bench_decode(bk, &mc, dB, dP, dN);
+    printf("  KV-cache decoding, %d sequences, prompt %d, %d new tokens:\n", dB, dP, dN);
+    printf("      %10.0f tokens/s\n", dec);
+    backend_destroy(bk);
+    config_free(c);
+    return 0;
+}
+
+// ---------------------------------------------------------------- table
+static const Command commands[] = {
+    {"config", "print a resolved config (--print FILE) or every config key (--keys)", cmd_config},
+    {"init", "write a randomly initialised model checkpoint", cmd_init},
+    {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
+    {"version", "print the version and which backends are usable", cmd_version},
+    {"help", "list the commands", cmd_help},
+};
+static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static int cmd_help(int argc, char **argv) {
+    printf("usage: grpolab <command> [options]   (grpolab <command> --help for its options)\n\n"
+           "grpolab trains a small transformer LM with RL objectives (GRPO, Dr. GRPO, DAPO,\n"
+           "RLOO) and dissects their length and difficulty biases (Liu et al. 2025).\n\ncommands:\n");
+    for (int i = 0; i < n_commands; i++) printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        cmd_help(0, NULL);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) return cmd_help(0, NULL);
+    if (strcmp(name, "--version") == 0) return cmd_version(1, argv + 1);
+    for (int i = 0; i < n_commands; i++)
+        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "grpolab: error: unknown command '%s'\n", name);
+    cmd_help(0, NULL);
+    return 2;
+}

@@ -1,0 +1,128 @@
+// model.h: the policy, a decoder-only transformer in the Qwen2/Llama style.
+//
+//   x = tok_embeddings[tokens]
+//   for each layer:  x += attn(rmsnorm(x))   (RoPE, causal, grouped KV heads)
+//                    x += mlp(rmsnorm(x))    (SwiGLU: w_down(silu(w_gate x) * w_up x))
+//   logits = rmsnorm(x) @ output^T           (output = tok_embeddings when tied)
+//
+// Parameters, gradients, AdamW moments and activations each live in one contiguous
+// device buffer carved by a size table into named tensors (STYLE.md 3). Tensor names
+// are in the style of Meta's Llama checkpoints, so a PyTorch user recognises them:
+//   tok_embeddings (V,C); layers.{i}.attn_norm (C); layers.{i}.attn.wq (NH*hd,C);
+//   layers.{i}.attn.wk, .wv (NKV*hd,C); layers.{i}.attn.wo (C,NH*hd); layers.{i}.mlp_norm (C);
+//   layers.{i}.mlp.w_gate, .w_up (F,C); layers.{i}.mlp.w_down (C,F); norm (C); output (V,C)
+//   (output only when untied). Matrices are (out_features, in_features) like nn.Linear.
+#ifndef GRPOLAB_MODEL_H
+#define GRPOLAB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernels/kernels.h"
+
+typedef struct {
+    int vocab_size;   // V
+    int d_model;      // C
+    int n_layers;     // L
+    int n_heads;      // NH (query heads)
+    int n_kv_heads;   // NKV, divides NH (grouped-query attention)
+    int d_ff;         // F, SwiGLU hidden size
+    int max_seq_len;  // longest sequence (prompt + response) the model is run on
+    int tied_embeddings;  // 1: the output head is tok_embeddings
+    float rope_theta;
+    float norm_eps;
+} ModelConfig;
+
+#define MODEL_MAX_NAME 64
+
+typedef struct {
+    char name[MODEL_MAX_NAME];
+    int ndim;      // 1 or 2
+    int shape[2];  // shape[1] unused when ndim == 1
+    size_t offset; // in floats, into the params/grads/m/v buffers
+    size_t numel;
+} ParamTensor;
+
+typedef struct {
+    float lr;
+    float beta1, beta2, eps;
+    float weight_decay;
+    float grad_clip;  // max global grad norm; <= 0: no clipping
+} AdamWConfig;
+
+typedef struct Model Model;
+
+// 0 if the config is usable, else -1 and a message naming the field, value and what is allowed.
+int model_config_validate(const ModelConfig *c, char *err, size_t errlen);
+// A small default (used by tests and as the base of configs).
+ModelConfig model_config_default(void);
+
+// Allocates parameters (uninitialised), gradients and AdamW state on the backend.
+Model *model_create(Backend *bk, const ModelConfig *c);
+void model_free(Model *m);
+
+const ModelConfig *model_config(const Model *m);
+Backend *model_backend(const Model *m);
+size_t model_num_params(const Model *m);
+int model_num_tensors(const Model *m);
+const ParamTensor *model_tensor(const Model *m, int i);
+// Index of the named tensor, or -1.
+int model_find_tensor(const Model *m, const char *name);
+
+// Device buffers (n = model_num_params floats each).
+float *model_params(Model *m);
+float *model_grads(Model *m);
+float *model_adam_m(Model *m);
+float *model_adam_v(Model *m);
+int model_adam_step(const Model *m);     // number of AdamW steps taken
+void model_set_adam_step(Model *m, int t);
+
+// Initialises parameters from (seed): normal(0, 0.02) for matrices, the residual
+// output projections (wo, w_down) scaled by 1/sqrt(2L), norms at 1. Zeroes AdamW state.
+void model_init_params(Model *m, uint64_t seed);
+
+// Copies all parameters (and AdamW state) from src, which must have the same config.
+void model_copy_params(Model *dst, const Model *src);
+
+// ---- training forward / backward over a batch of right-padded sequences
+// tokens, targets (B,T) host ints; sequence b holds tokens[b, 0..lengths[b]-1];
+// targets[b,t] is the token whose log-prob is wanted at position t (-1: none).
+// B*T must not exceed what the activations were sized for (grown on demand), T <= max_seq_len.
+// After the call, model_logp / model_entropy hold (B,T) device arrays (0 where no target).
+void model_forward(Model *m, const int *tokens, const int *targets, const int *lengths, int B,
+                   int T);
+float *model_logp(Model *m);
+float *model_entropy(Model *m);
+
+void model_zero_grad(Model *m);
+// Backpropagates dL/dlogp (B,T) (device array; e.g. the RL token weights negated, or
+// -1/count for cross-entropy) and optionally dL/dentropy (NULL: none) from the last forward,
+// accumulating into the gradients.
+void model_backward(Model *m, const float *dlogp, const float *dentropy);
+
+// Mean cross-entropy over the positions with a target in the last forward, and (if
+// backward) its gradient accumulated into the gradients. Returns the mean loss.
+float model_cross_entropy_step(Model *m, int backward);
+
+// Global L2 norm of the gradients.
+double model_grad_norm(Model *m);
+// Clips the gradients to opt->grad_clip (global norm) and applies one AdamW step with
+// learning rate opt->lr. Returns the grad norm before clipping.
+double model_adamw_step(Model *m, const AdamWConfig *opt);
+
+// ---- incremental decoding with a KV cache
+// Allocates the cache for up to B sequences of max_seq_len tokens.
+void model_kv_alloc(Model *m, int B);
+// Runs the prompts tokens (B,T) (host, right-padded, lengths (B) >= 1) through the
+// model, fills the cache, and writes the next-token logits of each sequence's last
+// prompt token to logits (B,V) (device array).
+void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T, float *logits);
+// Appends one token per sequence of the last prefill's batch B (host array (B); active (B)
+// host flags or NULL for all: inactive sequences are left untouched and their logits rows
+// are meaningless) at the sequence's next position and writes the next-token logits (B,V)
+// (device). A sequence must not grow past max_seq_len.
+void model_decode_step(Model *m, const int *tokens, const int *active, float *logits);
+// Current length of sequence b in the cache.
+int model_kv_len(const Model *m, int b);
+
+#endif

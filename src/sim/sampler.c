@@ -1,0 +1,88 @@
+#include "sampler.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+
+void generation_alloc(Generation *g, int n, int max_new) {
+    g->n = n;
+    g->max_new = max_new;
+    g->length = xcalloc((size_t)n, sizeof(int));
+    g->stopped = xcalloc((size_t)n, sizeof(int));
+    g->tokens = xcalloc((size_t)n * max_new, sizeof(int));
+    g->logp = xcalloc((size_t)n * max_new, sizeof(float));
+}
+
+void generation_free(Generation *g) {
+    free(g->length);
+    free(g->stopped);
+    free(g->tokens);
+    free(g->logp);
+    memset(g, 0, sizeof *g);
+}
+
+int sampler_fits(const Model *m, const SamplerConfig *sc, int prompt_len, char *err, size_t errlen) {
+    int max_len = model_config(m)->max_seq_len;
+    if (prompt_len + sc->max_new_tokens > max_len)
+        return set_err(err, errlen,
+                       "a prompt of %d tokens plus max_new_tokens = %d exceeds model.max_seq_len = %d",
+                       prompt_len, sc->max_new_tokens, max_len);
+    return 0;
+}
+
+void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
+                      int n, int T, uint64_t seq_id0, Generation *out) {
+    if (n < 1) return;
+    if (out->n < n || out->max_new < sc->max_new_tokens)
+        die("sampler_generate: generation buffer too small (%d x %d for %d x %d)", out->n,
+            out->max_new, n, sc->max_new_tokens);
+    char err[256];
+    for (int i = 0; i < n; i++)
+        if (sampler_fits(m, sc, prompt_len[i], err, sizeof err) != 0) die("sampler: %s", err);
+    Backend *bk = model_backend(m);
+    int V = model_config(m)->vocab_size;
+    model_kv_alloc(m, n);
+    float *logits = bk_alloc(bk, (size_t)n * V * sizeof(float));
+    float *d_logp = bk_alloc(bk, (size_t)n * sizeof(float));
+    int *d_tok = bk_alloc(bk, (size_t)n * sizeof(int));
+    uint64_t *d_ctr = bk_alloc(bk, (size_t)n * sizeof(uint64_t));
+    uint64_t *ctr = xmalloc((size_t)n * sizeof(uint64_t));
+    int *tok = xmalloc((size_t)n * sizeof(int)), *active = xmalloc((size_t)n * sizeof(int));
+    float *lp = xmalloc((size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        out->length[i] = 0;
+        out->stopped[i] = 0;
+        active[i] = 1;
+    }
+    model_prefill(m, prompts, prompt_len, n, T, logits);
+    int n_active = n;
+    for (int t = 0; t < sc->max_new_tokens && n_active > 0; t++) {
+        for (int i = 0; i < n; i++) ctr[i] = ((seq_id0 + (uint64_t)i) << 24) | (uint64_t)t;
+        bk_upload(bk, d_ctr, ctr, (size_t)n * sizeof(uint64_t));
+        kn_sample(bk, d_tok, d_logp, logits, n, V, sc->temperature, sc->top_p, sc->seed, d_ctr);
+        bk_download(bk, tok, d_tok, (size_t)n * sizeof(int));
+        bk_download(bk, lp, d_logp, (size_t)n * sizeof(float));
+        for (int i = 0; i < n; i++) {
+            if (!active[i]) continue;
+            out->tokens[(size_t)i * out->max_new + t] = tok[i];
+            out->logp[(size_t)i * out->max_new + t] = lp[i];
+            out->length[i] = t + 1;
+            if (tok[i] == sc->eos_token || (sc->stop_token >= 0 && tok[i] == sc->stop_token)) {
+                out->stopped[i] = 1;
+                active[i] = 0;
+                n_active--;
+            }
+        }
+        // the last token of the budget needs no forward pass
+        if (n_active > 0 && t + 1 < sc->max_new_tokens) model_decode_step(m, tok, active, logits);
+    }
+    free(ctr);
+    free(tok);
+    free(active);
+    free(lp);
+    bk_free(bk, logits);
+    bk_free(bk, d_logp);
+    bk_free(bk, d_tok);
+    bk_free(bk, d_ctr);
+}

@@ -1,0 +1,42 @@
+// sampler.h: batched autoregressive generation with the model's KV cache.
+// Temperature, top-p, a budget of new tokens, stop at EOS or the template's stop token.
+// Records each generated token's log-prob under the sampling policy (kn_sample's
+// definition: the full softmax at that temperature), which PPO's ratio uses as pi_old.
+// Reproducible: the draw for token t of sequence `id` uses counter (id << 24) | t under
+// the seed, so a sequence's sample does not depend on the batch it was generated in.
+#ifndef GRPOLAB_SAMPLER_H
+#define GRPOLAB_SAMPLER_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+typedef struct {
+    float temperature;   // 0 = greedy
+    float top_p;         // (0, 1]
+    int max_new_tokens;  // budget; a response that reaches it without a stop is truncated
+    int eos_token;       // always stops
+    int stop_token;      // also stops (e.g. "</answer>"); -1: none
+    uint64_t seed;
+} SamplerConfig;
+
+typedef struct {
+    int n, max_new;  // sequences, budget (row stride of tokens/logp)
+    int *length;     // (n) generated tokens, the stop token included
+    int *stopped;    // (n) 1 if ended by eos/stop token, 0 if the budget ran out (truncated)
+    int *tokens;     // (n, max_new) generated ids
+    float *logp;     // (n, max_new) sampling log-probs
+} Generation;
+
+void generation_alloc(Generation *g, int n, int max_new);
+void generation_free(Generation *g);
+
+// Generates one response for each of n prompts (prompts (n, T) right-padded, lengths
+// prompt_len (n)); seq_id0 + i names sequence i's random stream. Prompt length + budget
+// must fit model.max_seq_len (dies with both numbers otherwise: check with sampler_fits).
+void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
+                      int n, int T, uint64_t seq_id0, Generation *out);
+// 0 if a prompt of prompt_len tokens plus the budget fits the model, else -1 with a message.
+int sampler_fits(const Model *m, const SamplerConfig *sc, int prompt_len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,20 @@
+// setup.h: turns a resolved Config into the objects a command needs (backend, model
+// config, optimizer settings), with errors that name the config key.
+#ifndef GRPOLAB_SETUP_H
+#define GRPOLAB_SETUP_H
+
+#include "../kernels/kernels.h"
+#include "config.h"
+#include "model.h"
+
+// [model] section -> ModelConfig; -1 with a message naming the key on an inconsistent config.
+int setup_model_config(const Config *c, ModelConfig *out, char *err, size_t errlen);
+// [optim] section -> AdamWConfig.
+AdamWConfig setup_adamw(const Config *c);
+// run.backend (auto|cpu|cuda, or the override if not NULL) -> a backend; auto picks cuda
+// when a device is usable, else cpu. Prints which one and why to stderr when verbose.
+// Applies run.threads to OpenMP and OpenBLAS. NULL with a message on failure.
+Backend *setup_backend(const Config *c, const char *override, int verbose, char *err,
+                       size_t errlen);
+
+#endif

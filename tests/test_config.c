@@ -1,0 +1,476 @@
+// test_config.c: INI parsing, --set overrides, validation messages and round trips of
+// the config system (src/sim/config.h). Run from the repository root (fixture paths).
+#include "test_util.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/config.h"
+
+#define FIXTURE_DIR "tests/fixtures/config/"
+
+static char err[1024];
+
+// Loads text as "x.ini" into a fresh config, expects failure, and checks that the
+// message contains every needle (NULL-terminated list).
+static void expect_load_error(const char *text, ...) {
+    Config *c = config_new();
+    err[0] = '\0';
+    int rc = config_load_text(c, text, "x.ini", err, sizeof err);
+    printf("  -> %s\n", err);
+    assert_int_equal(rc, -1);
+    va_list ap;
+    va_start(ap, text);
+    for (const char *needle; (needle = va_arg(ap, const char *));) {
+        if (!strstr(err, needle)) fail_msg("message lacks \"%s\": %s", needle, err);
+    }
+    va_end(ap);
+    config_free(c);
+}
+
+// Same for one --set assignment.
+static void expect_set_error(const char *assignment, ...) {
+    Config *c = config_new();
+    err[0] = '\0';
+    int rc = config_set(c, assignment, err, sizeof err);
+    printf("  -> %s\n", err);
+    assert_int_equal(rc, -1);
+    va_list ap;
+    va_start(ap, assignment);
+    for (const char *needle; (needle = va_arg(ap, const char *));) {
+        if (!strstr(err, needle)) fail_msg("message lacks \"%s\": %s", needle, err);
+    }
+    va_end(ap);
+    config_free(c);
+}
+
+static Config *load_ok(const char *text) {
+    Config *c = config_new();
+    if (config_load_text(c, text, "x.ini", err, sizeof err) != 0) fail_msg("load failed: %s", err);
+    return c;
+}
+
+// Writes text to a fresh temporary file; path receives its name.
+static void write_temp(char *path, size_t len, const char *text) {
+    snprintf(path, len, "/tmp/grpolab_test_config_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+// ---------------------------------------------------------------- defaults and schema
+
+static void test_defaults(void **state) {
+    Config *c = config_new();
+    assert_int_equal(config_int(c, "run.seed"), 1234);
+    assert_string_equal(config_str(c, "run.backend"), "auto");
+    assert_int_equal(config_int(c, "run.threads"), 0);
+    assert_string_equal(config_str(c, "run.out"), "");
+    assert_int_equal(config_int(c, "model.vocab_size"), 64);
+    assert_int_equal(config_int(c, "model.d_model"), 64);
+    assert_int_equal(config_int(c, "model.n_layers"), 2);
+    assert_int_equal(config_int(c, "model.n_heads"), 4);
+    assert_int_equal(config_int(c, "model.n_kv_heads"), 2);
+    assert_int_equal(config_int(c, "model.d_ff"), 172);
+    assert_int_equal(config_int(c, "model.max_seq_len"), 256);
+    assert_int_equal(config_bool(c, "model.tied_embeddings"), 1);
+    assert_true(config_float(c, "model.rope_theta") == 10000.0);
+    assert_true(config_float(c, "model.norm_eps") == 1e-5);
+    assert_true(config_float(c, "optim.lr") == 1e-3);
+    assert_true(config_float(c, "optim.beta1") == 0.9);
+    assert_true(config_float(c, "optim.beta2") == 0.95);
+    assert_true(config_float(c, "optim.eps") == 1e-8);
+    assert_true(config_float(c, "optim.weight_decay") == 0.0);
+    assert_true(config_float(c, "optim.grad_clip") == 1.0);
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s.%s", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
+        assert_int_equal(config_was_set(c, name), 0);
+    }
+    config_free(c);
+}
+
+// Every row of the schema is well formed and its default passes its own validation.
+static void test_schema_defaults_validate(void **state) {
+    assert_true(CONFIG_SCHEMA_LEN > 0);
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        const CfgKey *k = &CONFIG_SCHEMA[i];
+        char name[128], assignment[256];
+        snprintf(name, sizeof name, "%s.%s", k->section, k->key);
+        assert_non_null(k->def);
+        assert_true(k->help && k->help[0]);
+        for (const char *p = name; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
+                fail_msg("%s: key names are lower-case identifiers", name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(CONFIG_SCHEMA[j].section, k->section) && !strcmp(CONFIG_SCHEMA[j].key, k->key))
+                fail_msg("%s: listed twice in the schema", name);
+        if (k->type == CFG_INT || k->type == CFG_FLOAT) assert_true(k->min <= k->max);
+        if (k->type == CFG_ENUM) assert_true(k->choices && k->choices[0]);
+        else assert_null(k->choices);
+        // The default, given as a --set, is accepted.
+        Config *c = config_new();
+        if (k->type == CFG_STRING)
+            snprintf(assignment, sizeof assignment, "%s=\"%s\"", name, k->def);
+        else
+            snprintf(assignment, sizeof assignment, "%s=%s", name, k->def);
+        if (config_set(c, assignment, err, sizeof err) != 0)
+            fail_msg("default of %s does not validate: %s", name, err);
+        assert_int_equal(config_was_set(c, name), 1);
+        config_free(c);
+    }
+}
+
+// ---------------------------------------------------------------- loading
+
+static void test_load_fixture(void **state) {
+    Config *c = config_new();
+    if (config_load_file(c, FIXTURE_DIR "example.ini", err, sizeof err) != 0)
+        fail_msg("%s (tests run from the repository root)", err);
+    assert_int_equal(config_int(c, "run.seed"), 42);
+    assert_string_equal(config_str(c, "run.backend"), "cpu");
+    assert_string_equal(config_str(c, "run.out"), "runs/a #1; \"quoted\" \\ path");
+    assert_int_equal(config_int(c, "model.d_model"), 128);
+    assert_int_equal(config_int(c, "model.n_layers"), 4);
+    assert_int_equal(config_int(c, "model.n_heads"), 8);
+    assert_int_equal(config_bool(c, "model.tied_embeddings"), 0);
+    assert_true(config_float(c, "model.norm_eps") == 1e-6);
+    assert_true(config_float(c, "optim.lr") == 3e-4);
+    assert_true(config_float(c, "optim.grad_clip") == 0.0);
+    assert_int_equal(config_was_set(c, "model.d_model"), 1);
+    assert_int_equal(config_was_set(c, "model.vocab_size"), 0);
+    assert_int_equal(config_int(c, "model.vocab_size"), 64);
+    config_free(c);
+}
+
+static void test_load_temp_file_and_error_location(void **state) {
+    char path[64];
+    write_temp(path, sizeof path, "[model]\nd_model = 256\n\n[optim]\nlr = 2\n");
+    Config *c = config_new();
+    assert_int_equal(config_load_file(c, path, err, sizeof err), -1);
+    printf("  -> %s\n", err);
+    char where[160];
+    snprintf(where, sizeof where, "%s:5: optim.lr = 2: out of range (allowed: [0, 1])", path);
+    assert_non_null(strstr(err, where));
+    // A failed load changes nothing, not even the keys before the bad line.
+    assert_int_equal(config_int(c, "model.d_model"), 64);
+    assert_int_equal(config_was_set(c, "model.d_model"), 0);
+    unlink(path);
+
+    write_temp(path, sizeof path, "[model]\r\nd_model = 256\r\n");  // CRLF line ends
+    assert_int_equal(config_load_file(c, path, err, sizeof err), 0);
+    assert_int_equal(config_int(c, "model.d_model"), 256);
+    unlink(path);
+    config_free(c);
+}
+
+static void test_cannot_open(void **state) {
+    Config *c = config_new();
+    assert_int_equal(config_load_file(c, "nope.ini", err, sizeof err), -1);
+    printf("  -> %s\n", err);
+    assert_string_equal(err, "cannot open config 'nope.ini': No such file or directory");
+    config_free(c);
+}
+
+static void test_set_overrides_file(void **state) {
+    Config *c = load_ok("[model]\nn_layers = 4\nd_model = 96\n");
+    assert_int_equal(config_set(c, "model.n_layers=6", err, sizeof err), 0);
+    assert_int_equal(config_set(c, " optim.lr = 0.5 ", err, sizeof err), 0);
+    assert_int_equal(config_set(c, "run.out=\"with space \\\"q\\\"\"", err, sizeof err), 0);
+    assert_int_equal(config_set(c, "run.out=#not-a-comment", err, sizeof err), 0);
+    assert_string_equal(config_str(c, "run.out"), "#not-a-comment");
+    assert_int_equal(config_int(c, "model.n_layers"), 6);
+    assert_int_equal(config_int(c, "model.d_model"), 96);
+    assert_true(config_float(c, "optim.lr") == 0.5);
+    assert_int_equal(config_was_set(c, "optim.lr"), 1);
+    // A later file overrides earlier values; a duplicate only counts within one file.
+    assert_int_equal(config_load_text(c, "[model]\nn_layers = 3\n", "y.ini", err, sizeof err), 0);
+    assert_int_equal(config_int(c, "model.n_layers"), 3);
+    // A failed --set leaves the value alone.
+    assert_int_equal(config_set(c, "model.n_layers=0", err, sizeof err), -1);
+    assert_int_equal(config_int(c, "model.n_layers"), 3);
+    config_free(c);
+}
+
+static void test_round_trip(void **state) {
+    Config *a = config_new();
+    const char *sets[] = {
+        "run.seed=9007199254740992", "run.backend=cuda", "run.threads=7",
+        "run.out=\"a \\\"b\\\" \\\\c #d ;e\"", "model.tied_embeddings=no",
+        "optim.lr=0.1", "optim.beta2=0.99987654321012345", "optim.eps=3e-9",
+        "model.rope_theta=500000", "model.norm_eps=1e-12", "optim.weight_decay=0.3333333333333333",
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (config_set(a, sets[i], err, sizeof err) != 0) fail_msg("%s", err);
+    char *ini = config_to_ini(a);
+    printf("%s", ini);
+    assert_non_null(strstr(ini, "[run]\nseed = 9007199254740992\n"));
+    assert_non_null(strstr(ini, "\n\n[model]\n"));
+    assert_non_null(strstr(ini, "lr = 0.1\n"));  // shortest exact form, not 0.100000001
+    assert_non_null(strstr(ini, "out = \"a \\\"b\\\" \\\\c #d ;e\"\n"));
+    Config *b = config_new();
+    if (config_load_text(b, ini, "resolved", err, sizeof err) != 0) fail_msg("%s", err);
+    char *ini2 = config_to_ini(b);
+    assert_string_equal(ini, ini2);
+    assert_string_equal(config_str(b, "run.out"), "a \"b\" \\c #d ;e");
+    assert_true(config_float(b, "optim.beta2") == config_float(a, "optim.beta2"));
+    assert_true(config_float(b, "optim.weight_decay") == config_float(a, "optim.weight_decay"));
+    assert_int_equal(config_int(b, "run.seed"), 9007199254740992LL);
+    assert_int_equal(config_bool(b, "model.tied_embeddings"), 0);
+    free(ini);
+    free(ini2);
+    config_free(a);
+    config_free(b);
+
+    // Defaults round trip too, and every key appears.
+    a = config_new();
+    ini = config_to_ini(a);
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "\n%s = ", CONFIG_SCHEMA[i].key);
+        assert_non_null(strstr(ini, line));
+    }
+    b = load_ok(ini);
+    ini2 = config_to_ini(b);
+    assert_string_equal(ini, ini2);
+    free(ini);
+    free(ini2);
+    config_free(a);
+    config_free(b);
+}
+
+// ---------------------------------------------------------------- value syntax
+
+static void test_bool_spellings(void **state) {
+    const char *yes[] = {"true", "TRUE", "True", "1", "yes", "Yes", "on", "ON"};
+    const char *no[] = {"false", "FALSE", "0", "no", "NO", "off", "Off"};
+    char text[64];
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        snprintf(text, sizeof text, "[model]\ntied_embeddings = %s\n", yes[i]);
+        Config *c = load_ok(text);
+        assert_int_equal(config_bool(c, "model.tied_embeddings"), 1);
+        config_free(c);
+    }
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        snprintf(text, sizeof text, "[model]\ntied_embeddings = %s\n", no[i]);
+        Config *c = load_ok(text);
+        assert_int_equal(config_bool(c, "model.tied_embeddings"), 0);
+        config_free(c);
+    }
+    expect_load_error("[model]\ntied_embeddings = maybe\n", "x.ini:2:", "model.tied_embeddings",
+                      "'maybe'", "not a boolean", "true|false|1|0|yes|no|on|off", NULL);
+    expect_load_error("[model]\ntied_embeddings = 2\n", "x.ini:2:", "'2'", "not a boolean", NULL);
+}
+
+static void test_int_syntax(void **state) {
+    Config *c = load_ok("[run]\nseed = +17\nthreads = 0008\n");
+    assert_int_equal(config_int(c, "run.seed"), 17);
+    assert_int_equal(config_int(c, "run.threads"), 8);
+    config_free(c);
+    expect_load_error("[run]\nseed = 99999999999999999999\n", "x.ini:2:", "run.seed",
+                      "99999999999999999999", "out of range", "[0, 9007199254740992]", NULL);
+    expect_load_error("[run]\nseed = -99999999999999999999\n", "x.ini:2:", "out of range", NULL);
+    expect_load_error("[run]\nseed = 9007199254740993\n", "out of range", NULL);
+    expect_load_error("[run]\nthreads = -1\n", "x.ini:2: run.threads = -1: out of range "
+                      "(allowed: [0, 1024])", NULL);
+    expect_load_error("[model]\nn_layers = 2.0\n", "'2.0': not an integer", NULL);
+    expect_load_error("[model]\nn_layers = 1e2\n", "'1e2': not an integer", NULL);
+    expect_load_error("[model]\nn_layers = 0x10\n", "'0x10': not an integer", NULL);
+    expect_load_error("[model]\nn_layers = 4 layers\n", "'4 layers': not an integer", NULL);
+    expect_load_error("[model]\nn_layers =\n", "x.ini:2: model.n_layers = '': not an integer", NULL);
+    expect_load_error("[model]\nn_layers = -\n", "'-': not an integer", NULL);
+}
+
+static void test_float_syntax(void **state) {
+    Config *c = load_ok("[optim]\nlr = 1E-2\nbeta1=.5\neps = 1e-12\nweight_decay = 10\n");
+    assert_true(config_float(c, "optim.lr") == 1e-2);
+    assert_true(config_float(c, "optim.beta1") == 0.5);
+    assert_true(config_float(c, "optim.eps") == 1e-12);  // both ends inclusive
+    assert_true(config_float(c, "optim.weight_decay") == 10.0);
+    config_free(c);
+    expect_load_error("[optim]\nlr = nan\n", "x.ini:2:", "optim.lr", "'nan'", "not a finite number",
+                      "[0, 1]", NULL);
+    expect_load_error("[optim]\nlr = -inf\n", "'-inf'", "not a finite number", NULL);
+    expect_load_error("[optim]\nlr = 1e999\n", "optim.lr = 1e999: out of range", NULL);
+    expect_load_error("[optim]\nlr = 0.1x\n", "'0.1x': not a number (allowed: number in [0, 1])",
+                      NULL);
+    expect_load_error("[optim]\nlr = -1e-9\n", "out of range (allowed: [0, 1])", NULL);
+    expect_load_error("[model]\nnorm_eps = 0\n", "model.norm_eps = 0: out of range "
+                      "(allowed: [1e-12, 0.1])", NULL);
+}
+
+static void test_enum_values(void **state) {
+    Config *c = load_ok("[run]\nbackend = Cuda\n");
+    assert_string_equal(config_str(c, "run.backend"), "cuda");  // the schema's spelling
+    config_free(c);
+    expect_load_error("[run]\nbackend = gpu\n",
+                      "x.ini:2: run.backend = 'gpu': not one of auto|cpu|cuda", NULL);
+    expect_load_error("[run]\nbackend = \n", "x.ini:2: run.backend = '': not one of auto|cpu|cuda",
+                      NULL);
+}
+
+static void test_comments_and_quotes(void **state) {
+    Config *c = load_ok("# header comment\n"
+                        "  ; indented comment\n"
+                        "\n"
+                        "[run] # comment after a header\n"
+                        "out = runs/x#1   # '#' without whitespace before it is text\n"
+                        "[model]\n"
+                        "d_model = 32 ; trailing comment\n");
+    assert_string_equal(config_str(c, "run.out"), "runs/x#1");
+    assert_int_equal(config_int(c, "model.d_model"), 32);
+    config_free(c);
+
+    c = load_ok("[run]\nout = \"  padded ; # \"  # comment\n");
+    assert_string_equal(config_str(c, "run.out"), "  padded ; # ");
+    config_free(c);
+    c = load_ok("[run]\nout = \"\"\n");
+    assert_string_equal(config_str(c, "run.out"), "");
+    config_free(c);
+    c = load_ok("[run]\nout = # empty value then a comment\n");
+    assert_string_equal(config_str(c, "run.out"), "");
+    config_free(c);
+    c = load_ok("[model]\nn_layers = \"3\"\n");  // quotes work for any type
+    assert_int_equal(config_int(c, "model.n_layers"), 3);
+    config_free(c);
+
+    expect_load_error("[run]\nout = \"abc\n", "x.ini:2:", "run.out", "\"abc",
+                      "unterminated quoted string", NULL);
+    expect_load_error("[run]\nout = \"abc\\\"\n", "x.ini:2:", "unterminated", NULL);
+    expect_load_error("[run]\nout = \"a\\nb\"\n", "x.ini:2:", "unknown escape '\\n'",
+                      "allowed: \\\" and \\\\", NULL);
+    expect_load_error("[run]\nout = \"a\" b\n", "x.ini:2:", "run.out",
+                      "unexpected text after the closing quote", NULL);
+}
+
+// ---------------------------------------------------------------- error messages
+
+static void test_error_unknown_key(void **state) {
+    expect_load_error("[model]\n\n\nd_modle = 64\n",
+                      "x.ini:4: unknown key 'model.d_modle' (did you mean 'model.d_model'?); "
+                      "keys of [model]: vocab_size, d_model, n_layers,",
+                      "rope_theta, norm_eps", NULL);
+    // The right key in the wrong section, and a key with no close match.
+    expect_load_error("[run]\nd_model = 64\n",
+                      "x.ini:2: unknown key 'run.d_model' (did you mean 'model.d_model'?); "
+                      "keys of [run]: seed, backend, threads", NULL);
+    expect_load_error("[optim]\nmomentum = 0.9\n", "x.ini:2: unknown key 'optim.momentum'; "
+                      "keys of [optim]: lr, beta1, beta2, eps, weight_decay, grad_clip", NULL);
+}
+
+static void test_error_unknown_section(void **state) {
+    expect_load_error("[run]\nseed = 1\n\n\n\n\n[modle]\nd_model = 64\n",
+                      "x.ini:7: unknown section [modle] (did you mean [model]?); "
+                      "sections: run, model, optim", NULL);
+    expect_load_error("[training]\n", "x.ini:1: unknown section [training]; sections: run, model, optim",
+                      NULL);
+}
+
+static void test_error_value_messages(void **state) {
+    expect_load_error("[model]\n\nn_layers = two\n",
+                      "x.ini:3: model.n_layers = 'two': not an integer "
+                      "(allowed: integer in [1, 128])", NULL);
+    expect_load_error("[optim]\n\nlr = 5\n", "x.ini:3: optim.lr = 5: out of range (allowed: [0, 1])",
+                      NULL);
+    expect_load_error("[run]\n\n\nbackend = gpu\n",
+                      "x.ini:4: run.backend = 'gpu': not one of auto|cpu|cuda", NULL);
+}
+
+static void test_error_syntax(void **state) {
+    expect_load_error("[run]\n\n\n\ngarbage line\n",
+                      "x.ini:5: expected 'key = value', '[section]' or a comment, got 'garbage line'",
+                      NULL);
+    expect_load_error("[run]\n= 5\n", "x.ini:2: expected 'key = value'", "got '= 5'", NULL);
+    expect_load_error("[model\nd_model = 3\n", "x.ini:1: missing ']' in section header '[model'",
+                      NULL);
+    expect_load_error("[model] d_model = 3\n", "x.ini:1: unexpected text after section header: "
+                      "'d_model = 3'", NULL);
+    expect_load_error("seed = 1\n", "x.ini:1: key 'seed' is outside any section (put it under [run])",
+                      NULL);
+    expect_load_error("# comment\nfoo = 1\n", "x.ini:2: key 'foo' is outside any section",
+                      "sections: run, model, optim", NULL);
+}
+
+static void test_duplicate_key(void **state) {
+    expect_load_error("[model]\nd_model = 32\nn_layers = 2\n[optim]\nlr = 0.1\n[model]\nd_model = 48\n",
+                      "x.ini:7: duplicate key 'model.d_model' (first set at x.ini:2)", NULL);
+}
+
+static void test_set_errors(void **state) {
+    expect_set_error("model.n_layers=0",
+                     "--set 'model.n_layers=0': model.n_layers = 0: out of range (allowed: [1, 128])",
+                     NULL);
+    expect_set_error("model.d_model", "--set 'model.d_model': expected section.key=value", NULL);
+    expect_set_error("d_model=32", "--set 'd_model=32': expected section.key=value "
+                     "(did you mean 'model.d_model=32'?)", NULL);
+    expect_set_error("=3", "--set '=3': expected section.key=value", NULL);
+    expect_set_error("model.=3", "expected section.key=value", NULL);
+    expect_set_error("model.d_modle=32", "--set 'model.d_modle=32': unknown key 'model.d_modle' "
+                     "(did you mean 'model.d_model'?); keys of [model]:", NULL);
+    expect_set_error("modle.d_model=32", "--set 'modle.d_model=32': unknown section [modle] "
+                     "(did you mean [model]?); sections: run, model, optim", NULL);
+    expect_set_error("run.backend=gpu", "--set 'run.backend=gpu': run.backend = 'gpu': "
+                     "not one of auto|cpu|cuda", NULL);
+    expect_set_error("optim.lr=nan", "--set 'optim.lr=nan': optim.lr = 'nan': not a finite number",
+                     NULL);
+    expect_set_error("run.out=\"abc", "--set 'run.out=\"abc': run.out", "unterminated", NULL);
+    expect_set_error("run.out=a\nb", "line break", NULL);
+}
+
+static void test_short_error_buffer(void **state) {
+    Config *c = config_new();
+    char small[16];
+    assert_int_equal(config_set(c, "model.d_modle=32", small, sizeof small), -1);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_int_equal(config_set(c, "model.d_modle=32", NULL, 0), -1);
+    assert_int_equal(config_load_text(c, "[x]\n", "x.ini", NULL, 0), -1);
+    config_free(c);
+}
+
+static void test_print_keys(void **state) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    config_print_keys(f);
+    fclose(f);
+    printf("%s", text);
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s.%s ", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
+        assert_non_null(strstr(text, name));
+        assert_non_null(strstr(text, CONFIG_SCHEMA[i].help));
+    }
+    assert_non_null(strstr(text, "auto|cpu|cuda"));
+    assert_non_null(strstr(text, "[1, 128]"));
+    free(text);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_schema_defaults_validate),
+        cmocka_unit_test(test_load_fixture),
+        cmocka_unit_test(test_load_temp_file_and_error_location),
+        cmocka_unit_test(test_cannot_open),
+        cmocka_unit_test(test_set_overrides_file),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_bool_spellings),
+        cmocka_unit_test(test_int_syntax),
+        cmocka_unit_test(test_float_syntax),
+        cmocka_unit_test(test_enum_values),
+        cmocka_unit_test(test_comments_and_quotes),
+        cmocka_unit_test(test_error_unknown_key),
+        cmocka_unit_test(test_error_unknown_section),
+        cmocka_unit_test(test_error_value_messages),
+        cmocka_unit_test(test_error_syntax),
+        cmocka_unit_test(test_duplicate_key),
+        cmocka_unit_test(test_set_errors),
+        cmocka_unit_test(test_short_error_buffer),
+        cmocka_unit_test(test_print_keys),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

@@ -1,0 +1,146 @@
+// test_sampler.c: batched generation against the full forward, reproducibility and stops.
+#include <math.h>
+#include <string.h>
+
+#include "common.h"
+#include "sim/sampler.h"
+#include "test_util.h"
+
+static Backend *bk;
+static Model *model;
+
+static int setup(void **state) {
+    char err[256];
+    bk = backend_create(BACKEND_CPU, err, sizeof err);
+    ModelConfig c = model_config_default();
+    c.vocab_size = 13;
+    c.d_model = 16;
+    c.n_heads = 2;
+    c.n_kv_heads = 1;
+    c.d_ff = 24;
+    c.max_seq_len = 40;
+    model = model_create(bk, &c);
+    model_init_params(model, 5);
+    float *p = model_params(model);
+    for (size_t i = 0; i < model_num_params(model); i++) p[i] *= 20.0f;  // peaked distributions
+    return 0;
+}
+static int teardown(void **state) {
+    model_free(model);
+    backend_destroy(bk);
+    return 0;
+}
+
+enum { N = 5, TP = 6, BUDGET = 12 };
+static const int plen[N] = {3, 6, 1, 4, 2};
+static int prompts[N * TP];
+
+static void make_prompts(void) {
+    for (int i = 0; i < N * TP; i++) prompts[i] = 2 + (i * 5) % 11;
+}
+
+// log softmax(logits/temperature) of the token after seq[0..len-1], via the full forward
+static double full_logprob(const int *seq, int len, int target) {
+    int targets[40];
+    int lens[1] = {len};
+    for (int t = 0; t < len; t++) targets[t] = t == len - 1 ? target : -1;
+    model_forward(model, seq, targets, lens, 1, len);
+    float lp[40];
+    bk_download(bk, lp, model_logp(model), (size_t)len * sizeof(float));
+    return lp[len - 1];
+}
+
+static void check_against_forward(const SamplerConfig *sc, const Generation *g, int greedy) {
+    const int V = model_config(model)->vocab_size;
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        int seq[40];
+        memcpy(seq, prompts + i * TP, (size_t)plen[i] * sizeof(int));
+        int len = plen[i];
+        for (int t = 0; t < g->length[i]; t++) {
+            int tok = g->tokens[i * g->max_new + t];
+            double ref = full_logprob(seq, len, tok);
+            double e = fabs(ref - g->logp[i * g->max_new + t]) / fmax(1.0, fabs(ref));
+            if (e > worst) worst = e;
+            if (greedy)  // the chosen token is the argmax of the full forward
+                for (int v = 0; v < V; v++) assert_true(full_logprob(seq, len, v) <= ref + 1e-5);
+            seq[len++] = tok;
+        }
+    }
+    tu_check_rel(greedy ? "greedy: logp vs full forward" : "T=1: logp vs full forward", worst, 1e-5);
+}
+
+static void test_greedy_matches_forward(void **state) {
+    make_prompts();
+    SamplerConfig sc = {.temperature = 0, .top_p = 1, .max_new_tokens = BUDGET, .eos_token = 1,
+                        .stop_token = -1, .seed = 3};
+    Generation g;
+    generation_alloc(&g, N, BUDGET);
+    sampler_generate(model, &sc, prompts, plen, N, TP, 0, &g);
+    check_against_forward(&sc, &g, 1);
+    generation_free(&g);
+}
+
+static void test_sampling_logp_and_reproducibility(void **state) {
+    make_prompts();
+    SamplerConfig sc = {.temperature = 1, .top_p = 1, .max_new_tokens = BUDGET, .eos_token = 1,
+                        .stop_token = 7, .seed = 9};
+    Generation g, g1;
+    generation_alloc(&g, N, BUDGET);
+    generation_alloc(&g1, 1, BUDGET);
+    sampler_generate(model, &sc, prompts, plen, N, TP, 100, &g);
+    check_against_forward(&sc, &g, 0);
+    // each sequence alone, with its own stream id, gives the same response
+    for (int i = 0; i < N; i++) {
+        sampler_generate(model, &sc, prompts + i * TP, plen + i, 1, TP, 100 + i, &g1);
+        assert_int_equal(g1.length[0], g.length[i]);
+        assert_int_equal(g1.stopped[0], g.stopped[i]);
+        assert_memory_equal(g1.tokens, g.tokens + i * BUDGET, (size_t)g.length[i] * sizeof(int));
+    }
+    // stops: a stopped response ends with eos or the stop token and has nothing of them before
+    int n_stopped = 0, n_trunc = 0;
+    for (int i = 0; i < N; i++) {
+        for (int t = 0; t < g.length[i] - 1; t++) {
+            int tok = g.tokens[i * BUDGET + t];
+            assert_true(tok != 1 && tok != 7);
+        }
+        int last = g.tokens[i * BUDGET + g.length[i] - 1];
+        if (g.stopped[i]) {
+            assert_true(last == 1 || last == 7);
+            n_stopped++;
+        } else {
+            assert_int_equal(g.length[i], BUDGET);
+            n_trunc++;
+        }
+    }
+    printf("  %d stopped, %d truncated at the budget of %d\n", n_stopped, n_trunc, BUDGET);
+    // another seed gives other samples
+    sc.seed = 10;
+    Generation g2;
+    generation_alloc(&g2, N, BUDGET);
+    sampler_generate(model, &sc, prompts, plen, N, TP, 100, &g2);
+    int differ = 0;
+    for (int i = 0; i < N * BUDGET; i++) differ |= g2.tokens[i] != g.tokens[i];
+    assert_true(differ);
+    generation_free(&g);
+    generation_free(&g1);
+    generation_free(&g2);
+}
+
+static void test_budget_check(void **state) {
+    char err[256];
+    SamplerConfig sc = {.temperature = 1, .top_p = 1, .max_new_tokens = 38, .eos_token = 1,
+                        .stop_token = -1, .seed = 1};
+    assert_int_equal(sampler_fits(model, &sc, 2, err, sizeof err), 0);
+    assert_int_equal(sampler_fits(model, &sc, 3, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.max_seq_len = 40"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_matches_forward),
+        cmocka_unit_test(test_sampling_logp_and_reproducibility),
+        cmocka_unit_test(test_budget_check),
+    };
+    return cmocka_run_group_tests_name("sampler", tests, setup, teardown);
+}

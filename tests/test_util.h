@@ -1,0 +1,52 @@
+// test_util.h: helpers shared by the cmocka tests (header only).
+#ifndef GRPOLAB_TEST_UTIL_H
+#define GRPOLAB_TEST_UTIL_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "kernels/philox.h"
+
+// Fills x (n) with uniform values in [lo, hi) drawn from (seed, i).
+static inline void tu_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * philox_uniform(seed, i);
+}
+
+// Relative error ||a-b|| / max(||b||, tiny). NaN anywhere gives +inf (NaN never passes).
+static inline double tu_rel_err(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i]) || isinf(a[i]) || isinf(b[i])) return INFINITY;
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * (double)b[i];
+    }
+    return sqrt(num) / (sqrt(den) > 1e-30 ? sqrt(den) : 1e-30);
+}
+
+// Same for doubles.
+static inline double tu_rel_err_d(const double *a, const double *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i])) return INFINITY;
+        double d = a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+    }
+    return sqrt(num) / (sqrt(den) > 1e-300 ? sqrt(den) : 1e-300);
+}
+
+// Prints "  <what>: rel err <e>" and fails the test if e > tol (or e is NaN/inf).
+static inline void tu_check_rel(const char *what, double e, double tol) {
+    printf("  %-48s rel err %.3e (tol %.1e)\n", what, e, tol);
+    fflush(stdout);
+    assert_true(e <= tol);
+}
+
+#endif
