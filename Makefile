@@ -12,7 +12,7 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 OPT ?= -O3 -march=native
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -g
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fno-math-errno -Wall -Wextra -Wno-unused-parameter -fopenmp -g
 CFLAGS := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 
 # OpenBLAS's OpenMP build, so BLAS and our OpenMP loops share one thread pool (the

@@ -460,6 +460,9 @@ void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, 
     }
 }
 
+// One query row per (b, h) against its cached keys. A sequence's heads are done together
+// so its cache rows (NKV*hd contiguous floats per position) stream through once; keys are
+// read in place, with no transpose, since each is used by only `group` queries.
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
                           int hd) {
@@ -468,26 +471,49 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
     size_t kvstride = (size_t)NKV * hd;
 #pragma omp parallel if ((size_t)B * NH * Tmax * hd >= PAR_MIN)
     {
-        float *kt = xmalloc(((size_t)hd * Tmax + 1) * sizeof(float));
-        float *prob = xmalloc(((size_t)Tmax + 1) * sizeof(float));
-#pragma omp for collapse(2) schedule(dynamic, 1)
+        float *prob = xmalloc(((size_t)NH * Tmax + 1) * sizeof(float));  // (NH, Tmax)
+#pragma omp for schedule(dynamic, 2)
         for (int bb = 0; bb < B; bb++) {
-            for (int kh = 0; kh < NKV; kh++) {
-                int nk = pos[bb] < Tmax ? pos[bb] + 1 : Tmax;  // (pos >= Tmax: out of contract)
-                size_t kvoff = (size_t)bb * Tmax * kvstride + (size_t)kh * hd;
-                if (nk > 0) transpose_rows(kt, kcache + kvoff, kvstride, nk, hd);
-                for (int h = kh * group; h < (kh + 1) * group; h++) {
-                    float *o = out + ((size_t)bb * NH + h) * hd;
-                    if (nk <= 0)
-                        memset(o, 0, (size_t)hd * sizeof(float));
-                    else
-                        attend_row(o, prob, q + ((size_t)bb * NH + h) * hd, kt, nk,
-                                   vcache + kvoff, kvstride, nk, hd, scale);
+            int nk = pos[bb] < Tmax ? pos[bb] + 1 : Tmax;  // (pos >= Tmax: out of contract)
+            float *ob = out + (size_t)bb * NH * hd;
+            memset(ob, 0, (size_t)NH * hd * sizeof(float));
+            if (nk <= 0) continue;
+            const float *qb = q + (size_t)bb * NH * hd;
+            const float *kb = kcache + (size_t)bb * Tmax * kvstride;
+            const float *vb = vcache + (size_t)bb * Tmax * kvstride;
+            for (int s = 0; s < nk; s++) {  // scores q_h . k_s for every head
+                const float *kr = kb + (size_t)s * kvstride;
+                for (int h = 0; h < NH; h++) {
+                    const float *qr = qb + (size_t)h * hd, *kk = kr + (size_t)(h / group) * hd;
+                    float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+                    for (int i = 0; i < hd; i++) d += qr[i] * kk[i];
+                    prob[(size_t)h * Tmax + s] = d;
+                }
+            }
+            for (int h = 0; h < NH; h++) {  // softmax of each head's scores
+                float *p = prob + (size_t)h * Tmax, maxv = -INFINITY, sum = 0.0f;
+                for (int s = 0; s < nk; s++) maxv = p[s] > maxv ? p[s] : maxv;
+#pragma omp simd reduction(+ : sum)
+                for (int s = 0; s < nk; s++) {
+                    p[s] = exp_fast((p[s] - maxv) * scale);
+                    sum += p[s];
+                }
+                float inv = 1.0f / sum;
+#pragma omp simd
+                for (int s = 0; s < nk; s++) p[s] *= inv;
+            }
+            for (int s = 0; s < nk; s++) {  // out_h = sum_s p_h[s] v_s
+                const float *vr = vb + (size_t)s * kvstride;
+                for (int h = 0; h < NH; h++) {
+                    float ps = prob[(size_t)h * Tmax + s], *o = ob + (size_t)h * hd;
+                    const float *vv = vr + (size_t)(h / group) * hd;
+#pragma omp simd
+                    for (int i = 0; i < hd; i++) o[i] += ps * vv[i];
                 }
             }
         }
         free(prob);
-        free(kt);
     }
 }
 
