@@ -96,6 +96,10 @@ test-asan:
 bench: all
 	$(BUILD)/grpolab bench $(BENCH_ARGS)
 
+# Everything that needs a GPU (docs/benchmarks.md); run on a GPU machine.
+gpu-check:
+	@scripts/gpu-check.sh
+
 reproduce-fig5: all
 	@echo "make reproduce-fig5: not available yet: it needs the embedded world, the RL" >&2
 	@echo "simulator and the analysis tools (issues 3, 4 and 5), which are not built yet." >&2

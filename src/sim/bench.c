@@ -12,33 +12,31 @@
 #include "../kernels/philox.h"
 #include "model.h"
 
-// OpenBLAS's CBLAS entry (declared here to keep the CPU BLAS header out of the simulator).
-enum { BENCH_CblasRowMajor = 101, BENCH_CblasNoTrans = 111, BENCH_CblasTrans = 112 };
-void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
-                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
-
-double bench_sgemm_gflops(int n, int reps) {
-    float *a = xmalloc((size_t)n * n * sizeof(float)), *b = xmalloc((size_t)n * n * sizeof(float));
-    float *c = xcalloc((size_t)n * n, sizeof(float));
-    for (size_t i = 0; i < (size_t)n * n; i++) {
-        a[i] = philox_uniform(1, i) - 0.5f;
-        b[i] = philox_uniform(2, i) - 0.5f;
-    }
-    // C = A @ B^T, the layout of the linear layers
-    cblas_sgemm(BENCH_CblasRowMajor, BENCH_CblasNoTrans, BENCH_CblasTrans, n, n, n, 1.0f, a, n, b,
-                n, 0.0f, c, n);  // warm-up
+double bench_sgemm_gflops(Backend *bk, int n, int reps) {
+    size_t nn = (size_t)n * n;
+    float *h = xmalloc(nn * sizeof(float));
+    float *a = bk_alloc(bk, nn * sizeof(float)), *b = bk_alloc(bk, nn * sizeof(float));
+    float *c = bk_alloc(bk, nn * sizeof(float));
+    for (size_t i = 0; i < nn; i++) h[i] = philox_uniform(1, i) - 0.5f;
+    bk_upload(bk, a, h, nn * sizeof(float));
+    for (size_t i = 0; i < nn; i++) h[i] = philox_uniform(2, i) - 0.5f;
+    bk_upload(bk, b, h, nn * sizeof(float));
+    // C = A @ B^T, the layout of the linear layers: cblas_sgemm on the CPU, cuBLAS on CUDA
+    kn_matmul_forward(bk, c, a, b, n, n, n);  // warm-up
+    bk_sync(bk);
     double best = 0;
     for (int r = 0; r < reps; r++) {
         double t0 = wall_time();
-        cblas_sgemm(BENCH_CblasRowMajor, BENCH_CblasNoTrans, BENCH_CblasTrans, n, n, n, 1.0f, a, n,
-                    b, n, 0.0f, c, n);
+        kn_matmul_forward(bk, c, a, b, n, n, n);
+        bk_sync(bk);
         double dt = wall_time() - t0;
         double g = 2.0 * n * (double)n * n / dt * 1e-9;
         if (g > best) best = g;
     }
-    free(a);
-    free(b);
-    free(c);
+    free(h);
+    bk_free(bk, a);
+    bk_free(bk, b);
+    bk_free(bk, c);
     return best;
 }
 

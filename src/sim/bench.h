@@ -15,8 +15,9 @@ typedef struct {
     size_t params;
 } BenchTrain;
 
-// Best GFLOP/s of cblas_sgemm on an n^3 product over reps runs.
-double bench_sgemm_gflops(int n, int reps);
+// Best GFLOP/s of the backend's fp32 matrix product (cblas_sgemm on the CPU, cuBLAS sgemm
+// on CUDA) on an n^3 product over reps runs.
+double bench_sgemm_gflops(Backend *bk, int n, int reps);
 // Forward + backward + AdamW on a (B,T) batch of full-length sequences; best of `steps`.
 BenchTrain bench_train_step(Backend *bk, const ModelConfig *cfg, int B, int T, int steps);
 // Batched KV-cache decoding: B sequences, a prompt of `prompt` tokens, `new_tokens` sampled
