@@ -449,8 +449,25 @@ static void test_print_keys(void **state) {
     free(text);
 }
 
+
+// docs/config.md lists every key of the schema (keeps the documentation true).
+static void test_docs_list_every_key(void **state) {
+    FILE *f = fopen("docs/config.md", "r");
+    if (!f) fail_msg("cannot open docs/config.md (run the tests from the repository root)");
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        char row[160];
+        snprintf(row, sizeof row, "| %s.%s |", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
+        if (!strstr(doc, row)) fail_msg("docs/config.md has no row for %s.%s", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_docs_list_every_key),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_schema_defaults_validate),
         cmocka_unit_test(test_load_fixture),

@@ -41,6 +41,29 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"optim", "weight_decay", CFG_FLOAT, "0", 0, 10, NULL, "AdamW decoupled weight decay"},
     {"optim", "grad_clip", CFG_FLOAT, "1.0", 0, 1e6, NULL,
      "max global gradient L2 norm; 0 = no clipping"},
+    // [objective]: a preset sets the defaults of the independent knobs; any knob set
+    // explicitly (enum value other than "preset", or a number given in a file / --set) wins.
+    {"objective", "preset", CFG_ENUM, "grpo", NO_RANGE, "grpo|dr_grpo|dapo|rloo",
+     "RL objective preset (DESIGN.md table); sets the knobs below that are left at 'preset'"},
+    {"objective", "baseline", CFG_ENUM, "preset", NO_RANGE, "preset|group_mean|leave_one_out",
+     "advantage baseline b_i"},
+    {"objective", "scale", CFG_ENUM, "preset", NO_RANGE, "preset|group_std|batch_std|none",
+     "advantage scale s_i (std + std_eps, or 1)"},
+    {"objective", "std_ddof", CFG_INT, "1", 0, 1, NULL,
+     "delta degrees of freedom of the reward std (1: oat/TRL/verl; 0: population std)"},
+    {"objective", "std_eps", CFG_FLOAT, "1e-6", 0, 1, NULL, "added to the std before dividing"},
+    {"objective", "aggregation", CFG_ENUM, "preset", NO_RANGE,
+     "preset|seq_mean_token_mean|seq_mean_token_sum_norm|token_mean|seq_mean_token_sum",
+     "aggregation coefficient c_i (grpo: 1/(M|o_i|); dr_grpo: 1/(M L_max); dapo: 1/sum|o_j|; rloo: 1/M)"},
+    {"objective", "l_max", CFG_INT, "0", 0, 65536, NULL,
+     "L_max of seq_mean_token_sum_norm; 0 = the sampler's max_new_tokens"},
+    {"objective", "eps_low", CFG_FLOAT, "0.2", 0, 1, NULL, "PPO clip: ratio >= 1 - eps_low"},
+    {"objective", "eps_high", CFG_FLOAT, "0.2", 0, 10, NULL,
+     "PPO clip: ratio <= 1 + eps_high (dapo preset: 0.28 unless set)"},
+    {"objective", "beta", CFG_FLOAT, "0", 0, 10, NULL,
+     "KL coefficient (k3 estimator against the frozen initial model); 0 = no KL term"},
+    {"objective", "dynamic_sampling", CFG_BOOL, "false", NO_RANGE, NULL,
+     "DAPO dynamic sampling: drop groups whose rewards are all equal"},
 };
 
 const int CONFIG_SCHEMA_LEN = (int)(sizeof CONFIG_SCHEMA / sizeof CONFIG_SCHEMA[0]);
