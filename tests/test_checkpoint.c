@@ -479,18 +479,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    DIR *d = opendir(g_dir);
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(g_dir);
+    tu_remove_dir(g_dir);
     backend_destroy(g_bk);
     return 0;
 }

@@ -221,12 +221,12 @@ static void test_memorisation(void **state) {
     for (int step = 0; step < 150; step++) {
         model_forward(m, tokens, targets, lengths, B, T);
         model_zero_grad(m);
-        loss = model_cross_entropy_step(m, 1);
+        loss = model_cross_entropy_step(m, 1, 0);
         if (step == 0) first = loss;
         model_adamw_step(m, &opt);
     }
     model_forward(m, tokens, targets, lengths, B, T);
-    loss = model_cross_entropy_step(m, 0);
+    loss = model_cross_entropy_step(m, 0, 0);
     printf("  memorisation: cross-entropy %.4f -> %.4f after 150 AdamW steps (bound 0.05; "
            "uniform is ln 16 = %.3f)\n", first, loss, log(16.0));
     assert_true(first > 2.0f);

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "kernels/philox.h"
 
@@ -47,6 +50,22 @@ static inline void tu_check_rel(const char *what, double e, double tol) {
     printf("  %-48s rel err %.3e (tol %.1e)\n", what, e, tol);
     fflush(stdout);
     assert_true(e <= tol);
+}
+
+// Removes a flat temporary directory (its files, then itself).
+static inline void tu_remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
 }
 
 #endif

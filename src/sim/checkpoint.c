@@ -15,6 +15,8 @@
 
 #include <hdf5.h>
 
+#include "h5util.h"
+
 #include "../common.h"
 
 // ---------------------------------------------------------------- model config as attributes
@@ -44,56 +46,6 @@ static float *cfg_float(ModelConfig *c, const CfgField *f) {
 }
 
 // ---------------------------------------------------------------- HDF5 helpers
-typedef struct {
-    H5E_auto2_t func;
-    void *data;
-} H5Quiet;
-
-// Switches HDF5's automatic error printing off; h5_loud restores what was there.
-static H5Quiet h5_quiet(void) {
-    H5Quiet q;
-    H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    return q;
-}
-static void h5_loud(H5Quiet q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
-
-#define H5MSG_LEN 256
-static herr_t first_desc(unsigned n, const H5E_error2_t *e, void *data) {
-    if (n == 0 && e->desc) snprintf((char *)data, H5MSG_LEN, "%s", e->desc);
-    return 0;
-}
-// HDF5's own message for the call that just failed: its innermost (most specific) error.
-static const char *h5_msg(char buf[H5MSG_LEN]) {
-    buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_desc, buf);
-    if (!buf[0]) snprintf(buf, H5MSG_LEN, "unknown HDF5 error");
-    return buf;
-}
-
-// Closes any HDF5 id (negative: nothing to close).
-static void h5_close(hid_t id) {
-    if (id < 0) return;
-    switch (H5Iget_type(id)) {
-    case H5I_FILE: H5Fclose(id); break;
-    case H5I_GROUP: H5Gclose(id); break;
-    case H5I_DATASET: H5Dclose(id); break;
-    case H5I_ATTR: H5Aclose(id); break;
-    case H5I_DATATYPE: H5Tclose(id); break;
-    case H5I_DATASPACE: H5Sclose(id); break;
-    case H5I_GENPROP_LST: H5Pclose(id); break;
-    default: break;
-    }
-}
-
-static void vlen_reclaim(hid_t type, hid_t space, void *buf) {
-#if H5_VERSION_GE(1, 12, 0)
-    H5Treclaim(type, space, H5P_DEFAULT, buf);
-#else
-    H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
-#endif
-}
-
 // "(64, 32)"; "(64,)" for 1-D, like a Python shape tuple.
 static const char *fmt_shape(char *buf, size_t len, int rank, const hsize_t *dims) {
     size_t k = (size_t)snprintf(buf, len, "(");
@@ -102,18 +54,6 @@ static const char *fmt_shape(char *buf, size_t len, int rank, const hsize_t *dim
                               (unsigned long long)dims[i]);
     if (k < len) snprintf(buf + k, len - k, rank == 1 ? ",)" : ")");
     return buf;
-}
-
-static const char *class_name(H5T_class_t c) {
-    switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ENUM: return "enum";
-    case H5T_ARRAY: return "array";
-    default: return "non-numeric";
-    }
 }
 
 // ---------------------------------------------------------------- attribute readers
@@ -545,23 +485,6 @@ done:
 }
 
 // ---------------------------------------------------------------- save
-// The directory part of path must exist and be a directory.
-static int check_parent_dir(const char *path, char *err, size_t errlen) {
-    const char *slash = strrchr(path, '/');
-    size_t len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
-    char *dir = xmalloc(len + 1);
-    memcpy(dir, slash ? path : ".", len);
-    dir[len] = '\0';
-    struct stat st;
-    int ret = 0;
-    if (stat(dir, &st) != 0)
-        ret = set_err(err, errlen, "cannot save checkpoint '%s': directory '%s' %s", path, dir,
-                      errno == ENOENT ? "does not exist (create it first)" : strerror(errno));
-    else if (!S_ISDIR(st.st_mode))
-        ret = set_err(err, errlen, "cannot save checkpoint '%s': '%s' is not a directory", path, dir);
-    free(dir);
-    return ret;
-}
 
 // fsync of a file or directory; filesystems that cannot sync (EINVAL) are not an error.
 static int sync_path(const char *p, int is_dir) {
@@ -600,7 +523,7 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return set_err(err, errlen, "cannot save checkpoint '%s': it is a directory", path);
-    if (check_parent_dir(path, err, errlen) != 0) return -1;
+    if (check_parent_dir("cannot save checkpoint", path, err, errlen) != 0) return -1;
 
     H5Quiet q = h5_quiet();
     char msg[H5MSG_LEN], what[160] = "";

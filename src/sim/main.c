@@ -9,7 +9,9 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "config.h"
+#include "evaluate.h"
 #include "model.h"
+#include "pretrain.h"
 #include "setup.h"
 
 typedef struct {
@@ -199,9 +201,196 @@ static int cmd_bench(int argc, char **argv) {
     return 0;
 }
 
+// ---------------------------------------------------------------- pretrain
+static const CliOption pretrain_opts[] = {
+    {"config", "FILE", "config file (e.g. experiments/base/pretrain.ini)"},
+    {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
+    {"out", "FILE", "checkpoint to write (default: pretrain.out, data/models/base.h5)"},
+    {"init", "FILE", "start from this checkpoint instead of a random init"},
+    {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
+};
+static const CliSpec pretrain_spec = {
+    "pretrain",
+    "Train the base model by next-token cross-entropy on the world's corpus (docs/world.md);\n"
+    "prints a progress line (step, loss, tokens/s, ETA) and writes an HDF5 checkpoint.",
+    "[--config FILE] [--set SECTION.KEY=VALUE]... [--out FILE] [--init FILE] [--backend NAME]",
+    pretrain_opts, 5, 0, NULL};
+
+static int cmd_pretrain(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&pretrain_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    Config *c = cli_load_config(cli_get(&pretrain_spec, &a, "config"), &a);
+    if (!c) return 2;
+    const char *out = cli_get(&pretrain_spec, &a, "out");
+    if (!out) out = config_str(c, "pretrain.out");
+    rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"), NULL);
+    config_free(c);
+    return rc;
+}
+
+// ---------------------------------------------------------------- eval
+static const CliOption eval_opts[] = {
+    {"model", "FILE", "checkpoint to evaluate (required)"},
+    {"template", "NAME", "r1|boxed|none (default: world.template, r1)"},
+    {"greedy", NULL, "greedy decoding (the default)"},
+    {"temperature", "X", "sample at temperature X > 0 instead of greedy"},
+    {"top-p", "P", "nucleus sampling mass in (0, 1] (default 1)"},
+    {"limit", "N", "at most N questions per benchmark (default: eval.limit, all)"},
+    {"train-pool", "N", "also run N training-pool questions (reported apart, not in the score)"},
+    {"show", "N", "print the first N responses of each benchmark with their verdicts"},
+    {"out", "FILE", "also write the per-benchmark table and every response to this HDF5 file"},
+    {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
+    {"set", "SECTION.KEY=VALUE", "override one key, e.g. world.max_new_tokens=200 (repeatable)"},
+};
+static const CliSpec eval_spec = {
+    "eval",
+    "Run the five held-out benchmarks and print accuracy, mean length (all, correct,\n"
+    "incorrect), format and truncation rates, self-check behaviour, and accuracy per level.",
+    "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P]] [--limit N]\n"
+    "       [--train-pool N] [--show N] [--out FILE.h5] [--backend NAME] [--set SECTION.KEY=VALUE]...",
+    eval_opts, 11, 0, NULL};
+
+static int parse_float_opt(const char *opt, const char *s, double lo, double hi, int lo_open,
+                           double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || !(lo_open ? v > lo : v >= lo) || v > hi) {
+        fprintf(stderr, "grpolab: error: --%s '%s': expected a number in %s%g, %g]\n", opt, s,
+                lo_open ? "(" : "[", lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int cmd_eval(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&eval_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    const char *model_path = cli_get(&eval_spec, &a, "model");
+    if (!model_path) {
+        fprintf(stderr, "grpolab eval: error: --model FILE is required\n");
+        return 2;
+    }
+    Config *c = cli_load_config(NULL, &a);
+    if (!c) return 2;
+    char err[1024];
+    EvalConfig ec = {0};
+    const char *tname = cli_get(&eval_spec, &a, "template");
+    if (!tname) tname = config_str(c, "world.template");
+    if (template_parse(tname, &ec.template_kind) != 0) {
+        fprintf(stderr, "grpolab: error: --template '%s': not one of r1|boxed|none\n", tname);
+        config_free(c);
+        return 2;
+    }
+    double temp = 0, top_p = 1;
+    const char *ts = cli_get(&eval_spec, &a, "temperature"), *ps = cli_get(&eval_spec, &a, "top-p");
+    if (ts && cli_flag(&eval_spec, &a, "greedy")) {
+        fprintf(stderr, "grpolab eval: error: --greedy and --temperature exclude each other\n");
+        config_free(c);
+        return 2;
+    }
+    if ((ts && parse_float_opt("temperature", ts, 0, 100, 1, &temp) != 0) ||
+        (ps && parse_float_opt("top-p", ps, 0, 1, 1, &top_p) != 0)) {
+        config_free(c);
+        return 2;
+    }
+    ec.limit = (int)config_int(c, "eval.limit");
+    const char *ls = cli_get(&eval_spec, &a, "limit");
+    if (ls && parse_positive_int("limit", ls, &ec.limit) != 0) {
+        config_free(c);
+        return 2;
+    }
+    const char *tp = cli_get(&eval_spec, &a, "train-pool");
+    if (tp && parse_positive_int("train-pool", tp, &ec.train_pool) != 0) {
+        config_free(c);
+        return 2;
+    }
+    ec.pool_seed = (uint64_t)config_int(c, "run.seed");
+    const char *sh = cli_get(&eval_spec, &a, "show");
+    if (sh && parse_positive_int("show", sh, &ec.show) != 0) {
+        config_free(c);
+        return 2;
+    }
+    ec.batch = (int)config_int(c, "eval.batch");
+    ec.world_seed = (uint64_t)config_int(c, "world.seed");
+    ec.progress = 1;
+    ModelConfig mc;
+    if (checkpoint_read_meta(model_path, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
+    const Tokenizer *tk = tokenizer_default();
+    if (mc.vocab_size != tok_vocab_size(tk)) {
+        fprintf(stderr, "grpolab: error: checkpoint '%s' has model.vocab_size = %d, not the "
+                "tokenizer's %d tokens: not a model of this world\n", model_path, mc.vocab_size,
+                tok_vocab_size(tk));
+        config_free(c);
+        return 2;
+    }
+    Backend *bk = setup_backend(c, cli_get(&eval_spec, &a, "backend"), 1, err, sizeof err);
+    if (!bk) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
+    Model *m = model_create(bk, &mc);
+    if (checkpoint_load(model_path, m, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        model_free(m);
+        backend_destroy(bk);
+        config_free(c);
+        return 2;
+    }
+    ec.sampler = (SamplerConfig){.temperature = (float)temp, .top_p = (float)top_p,
+                                 .max_new_tokens = (int)config_int(c, "world.max_new_tokens"),
+                                 .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, ec.template_kind),
+                                 .seed = (uint64_t)config_int(c, "run.seed")};
+    int longest = 0;
+    for (int b = 0; b < world_num_benchmarks(); b++)
+        for (int j = 0; j < world_benchmark_size(b); j++) {
+            Task t;
+            char text[512];
+            int ids[512];
+            world_benchmark_task(ec.world_seed, b, j, &t);
+            template_prompt(ec.template_kind, &t, text, sizeof text);
+            int n = tok_encode(tk, text, ids, 512, err, sizeof err);
+            if (n > longest) longest = n;
+        }
+    if (sampler_fits(m, &ec.sampler, longest, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
+        model_free(m);
+        backend_destroy(bk);
+        config_free(c);
+        return 2;
+    }
+    fprintf(stderr, "eval: %s, template %s, %s, budget %d tokens\n", model_path,
+            template_name(ec.template_kind), temp > 0 ? "sampling" : "greedy", ec.sampler.max_new_tokens);
+    int nq = eval_num_questions(&ec), nrec = 0;
+    EvalRecord *recs = xcalloc((size_t)nq, sizeof(EvalRecord));
+    EvalResult res;
+    evaluate_benchmarks(m, tk, &ec, &res, recs, &nrec);
+    eval_print_table(&res, stdout);
+    rc = 0;
+    const char *out = cli_get(&eval_spec, &a, "out");
+    if (out && eval_write_hdf5(out, model_path, &ec, &res, recs, nrec, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        rc = 1;
+    }
+    free(recs);
+    model_free(m);
+    backend_destroy(bk);
+    config_free(c);
+    return rc;
+}
+
 // ---------------------------------------------------------------- table
 static const Command commands[] = {
     {"config", "print a resolved config (--print FILE) or every config key (--keys)", cmd_config},
+    {"pretrain", "train the base model on the world's corpus", cmd_pretrain},
+    {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},

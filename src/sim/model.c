@@ -538,7 +538,9 @@ void model_backward(Model *m, const float *dlogp, const float *dentropy) {
     kn_embedding_backward(bk, embed_param(G, m), dresid, m->d_tokens, N, c->vocab_size, C);
 }
 
-float model_cross_entropy_step(Model *m, int backward) {
+size_t model_num_targets(const Model *m) { return m->n_targets; }
+
+float model_cross_entropy_step(Model *m, int backward, double denom) {
     size_t N = (size_t)m->B * m->T;
     if (m->n_targets == 0) die("model_cross_entropy_step: the last forward had no targets");
     float *logp = xmalloc(N * sizeof(float));
@@ -547,8 +549,8 @@ float model_cross_entropy_step(Model *m, int backward) {
     for (size_t i = 0; i < N; i++)
         if (m->h_targets[i] >= 0) sum += logp[i];
     float loss = (float)(-sum / (double)m->n_targets);
-    if (backward) {  // dL/dlogp = -1/count at every position with a target
-        float g = -1.0f / (float)m->n_targets;
+    if (backward) {  // dL/dlogp = -1/denom at every position with a target
+        float g = (float)(-1.0 / (denom > 0 ? denom : (double)m->n_targets));
         for (size_t i = 0; i < N; i++) logp[i] = m->h_targets[i] >= 0 ? g : 0.0f;
         bk_upload(m->bk, m->act[ACT_DLOGP], logp, N * sizeof(float));
         model_backward(m, m->act[ACT_DLOGP], NULL);

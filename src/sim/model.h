@@ -101,8 +101,12 @@ void model_zero_grad(Model *m);
 void model_backward(Model *m, const float *dlogp, const float *dentropy);
 
 // Mean cross-entropy over the positions with a target in the last forward, and (if
-// backward) its gradient accumulated into the gradients. Returns the mean loss.
-float model_cross_entropy_step(Model *m, int backward);
+// backward) the gradient of sum(-logp) / denom accumulated into the gradients (denom <= 0:
+// the last forward's target count, i.e. the gradient of the mean; with gradient accumulation
+// over micro-batches pass the total target count of all of them). Returns the mean loss.
+float model_cross_entropy_step(Model *m, int backward, double denom);
+// Positions with a target in the last forward.
+size_t model_num_targets(const Model *m);
 
 // Global L2 norm of the gradients.
 double model_grad_norm(Model *m);

@@ -1,6 +1,7 @@
 #include "setup.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "../common.h"
@@ -55,4 +56,36 @@ Backend *setup_backend(const Config *c, const char *override, int verbose, char 
     Backend *b = backend_create(kind, err, errlen);
     if (b && kind == BACKEND_CUDA) b->use_tf32 = config_bool(c, "run.tf32");
     return b;
+}
+
+int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errlen) {
+    *p = corpus_params_default();
+    static const struct {
+        const char *key;
+        size_t offset;
+    } knobs[] = {
+#define KNOB(name, field) {"corpus." name, offsetof(CorpusParams, field)}
+        KNOB("p_template_r1", p_template_r1),       KNOB("p_template_boxed", p_template_boxed),
+        KNOB("p_r1_off_format", p_r1_off_format),   KNOB("p_restate", p_restate),
+        KNOB("p_check_step", p_check_step),         KNOB("p_check_step_r1", p_check_step_r1),
+        KNOB("p_error_level1", p_error_by_level[0]), KNOB("p_error_level2", p_error_by_level[1]),
+        KNOB("p_error_level3", p_error_by_level[2]), KNOB("p_error_level4", p_error_by_level[3]),
+        KNOB("p_error_level5", p_error_by_level[4]), KNOB("error_hard_factor", error_hard_factor),
+        KNOB("error_easy_factor", error_easy_factor), KNOB("p_check_miss", p_check_miss),
+        KNOB("p_false_alarm", p_false_alarm),       KNOB("p_recover", p_recover),
+        KNOB("p_loop", p_loop),                     KNOB("p_give_up", p_give_up),
+        KNOB("loop_continue_p", loop_continue_p),   KNOB("p_loop_restart", p_loop_restart),
+        KNOB("weight_level1", level_weights[0]),    KNOB("weight_level2", level_weights[1]),
+        KNOB("weight_level3", level_weights[2]),    KNOB("weight_level4", level_weights[3]),
+        KNOB("weight_level5", level_weights[4]),
+#undef KNOB
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        *(double *)((char *)p + knobs[i].offset) = config_float(c, knobs[i].key);
+    p->max_doc_tokens = (int)config_int(c, "corpus.max_doc_tokens");
+    int max_len = (int)config_int(c, "model.max_seq_len");
+    if (p->max_doc_tokens > max_len)
+        return set_err(err, errlen, "corpus.max_doc_tokens = %d: more than model.max_seq_len = %d",
+                       p->max_doc_tokens, max_len);
+    return corpus_params_validate(p, err, errlen);
 }

@@ -5,10 +5,13 @@
 
 #include "../kernels/kernels.h"
 #include "config.h"
+#include "corpus.h"
 #include "model.h"
 
 // [model] section -> ModelConfig; -1 with a message naming the key on an inconsistent config.
 int setup_model_config(const Config *c, ModelConfig *out, char *err, size_t errlen);
+// [corpus] section -> CorpusParams (validated; max_doc_tokens <= model.max_seq_len).
+int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errlen);
 // [optim] section -> AdamWConfig.
 AdamWConfig setup_adamw(const Config *c);
 // run.backend (auto|cpu|cuda, or the override if not NULL) -> a backend; auto picks cuda

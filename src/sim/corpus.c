@@ -1,0 +1,365 @@
+// corpus.c: the pretraining document generator (see corpus.h).
+#include "corpus.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+
+enum {
+    PURPOSE_CORPUS_TASK = WORLD_PURPOSE_USER,       // the question (world_level_task)
+    PURPOSE_CORPUS_LEVEL = WORLD_PURPOSE_USER + 1,  // the question's level
+    PURPOSE_CORPUS_DOC = WORLD_PURPOSE_USER + 2,    // format and behaviour draws
+};
+
+#define MAX_STEPS 16
+#define MAX_LOOP_CYCLES 30
+#define DRAFT_CAP 8192
+#define MAX_DRAFTS 50
+
+CorpusParams corpus_params_default(void) {
+    CorpusParams p = {
+        .p_template_r1 = 0.30,
+        .p_template_boxed = 0.15,
+        .p_r1_off_format = 0.30,
+        .p_restate = 0.20,
+        .p_check_step = 0.20,
+        .p_check_step_r1 = 0.60,
+        .p_error_by_level = {0.02, 0.05, 0.08, 0.12, 0.16},
+        .error_hard_factor = 2.0,
+        .error_easy_factor = 0.5,
+        .p_check_miss = 0.10,
+        .p_false_alarm = 0.02,
+        .p_recover = 0.60,
+        .p_loop = 0.25,
+        .p_give_up = 0.15,
+        .loop_continue_p = 0.70,
+        .p_loop_restart = 0.30,
+        .level_weights = {1, 1, 1, 1, 1},
+        .max_doc_tokens = 256,
+    };
+    return p;
+}
+
+static int check_prob(const char *name, double v, double hi, char *err, size_t errlen) {
+    if (!(v >= 0.0 && v <= hi))
+        return set_err(err, errlen, "corpus: %s = %g out of range (allowed: [0, %g])", name, v, hi);
+    return 0;
+}
+
+int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
+    struct {
+        const char *name;
+        double v, hi;
+    } probs[] = {
+        {"p_template_r1", p->p_template_r1, 1},     {"p_template_boxed", p->p_template_boxed, 1},
+        {"p_r1_off_format", p->p_r1_off_format, 1}, {"p_restate", p->p_restate, 1},
+        {"p_check_step", p->p_check_step, 1},       {"p_check_step_r1", p->p_check_step_r1, 1},
+        {"p_check_miss", p->p_check_miss, 1},       {"p_false_alarm", p->p_false_alarm, 1},
+        {"p_recover", p->p_recover, 1},             {"p_loop", p->p_loop, 1},
+        {"p_give_up", p->p_give_up, 1},             {"loop_continue_p", p->loop_continue_p, 0.95},
+        {"p_loop_restart", p->p_loop_restart, 1},   {"error_hard_factor", p->error_hard_factor, 10},
+        {"error_easy_factor", p->error_easy_factor, 10},
+    };
+    for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++)
+        if (check_prob(probs[i].name, probs[i].v, probs[i].hi, err, errlen)) return -1;
+    char name[64];
+    double wsum = 0;
+    for (int l = 0; l < WORLD_NUM_LEVELS; l++) {
+        snprintf(name, sizeof name, "p_error_by_level[%d]", l + 1);
+        if (check_prob(name, p->p_error_by_level[l], 1, err, errlen)) return -1;
+        snprintf(name, sizeof name, "level_weights[%d]", l + 1);
+        if (check_prob(name, p->level_weights[l], 1e9, err, errlen)) return -1;
+        wsum += p->level_weights[l];
+    }
+    if (!(wsum > 0)) return set_err(err, errlen, "corpus: level_weights are all zero");
+    if (p->p_template_r1 + p->p_template_boxed > 1.0 + 1e-12)
+        return set_err(err, errlen, "corpus: p_template_r1 + p_template_boxed = %g exceeds 1",
+                       p->p_template_r1 + p->p_template_boxed);
+    if (!(p->p_recover + p->p_loop + p->p_give_up > 0))
+        return set_err(err, errlen, "corpus: p_recover + p_loop + p_give_up must be > 0");
+    if (p->max_doc_tokens < 96 || p->max_doc_tokens > 1024)
+        return set_err(err, errlen, "corpus: max_doc_tokens = %d out of range (allowed: [96, 1024])",
+                       p->max_doc_tokens);
+    return 0;
+}
+
+// ---------------------------------------------------------------- text building
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int overflow;
+} Buf;
+
+GL_PRINTF(2, 3) static void put(Buf *b, const char *fmt, ...) {
+    if (b->overflow) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= b->cap - b->len) {
+        b->overflow = 1;
+        b->s[b->len] = '\0';
+        return;
+    }
+    b->len += (size_t)n;
+}
+
+typedef struct {
+    Buf *buf;
+    Template format;
+    int items;  // reasoning items written so far
+} Writer;
+
+// Items of the reasoning are separated by one space; r1's reasoning starts with one too.
+static void sep(Writer *w) {
+    if (w->items++ > 0 || w->format == TEMPLATE_R1) put(w->buf, " ");
+}
+
+// "<prefix>a op b=v<suffix>", a negative right operand in parentheses.
+static void put_step(Writer *w, const char *prefix, int64_t a, char op, int64_t b, int64_t v,
+                     const char *suffix) {
+    sep(w);
+    if (b < 0)
+        put(w->buf, "%s%lld%c(%lld)=%lld%s", prefix, (long long)a, op, (long long)b, (long long)v,
+            suffix);
+    else
+        put(w->buf, "%s%lld%c%lld=%lld%s", prefix, (long long)a, op, (long long)b, (long long)v,
+            suffix);
+}
+
+// ---------------------------------------------------------------- behaviour helpers
+
+static int64_t apply(char op, int64_t a, int64_t b) {
+    return op == '+' ? a + b : op == '-' ? a - b : a * b;
+}
+
+static int64_t iabs(int64_t v) { return v < 0 ? -v : v; }
+
+// A plausible wrong result: off by one or two, a carry slip of ten, or a digit slip
+// (a digit changed, or two neighbours swapped). Never equal to v.
+static int64_t wrong_value(WorldRng *r, int64_t v) {
+    int64_t a = iabs(v);
+    for (int tries = 0; tries < 16; tries++) {
+        double u = world_rng_u01(r);
+        int64_t w;
+        if (u < 0.45 || a < 10) {
+            int d = world_rng_int(r, 1, a < 10 ? 3 : 2);
+            w = v + (world_rng_int(r, 0, 1) ? d : -d);
+        } else if (u < 0.65) {
+            w = v + (world_rng_int(r, 0, 1) ? 10 : -10);
+        } else {
+            char s[24];
+            int n = snprintf(s, sizeof s, "%lld", (long long)a);
+            if (u < 0.8) {
+                int i = world_rng_int(r, 0, n - 2);
+                char t = s[i];
+                s[i] = s[i + 1];
+                s[i + 1] = t;
+                if (s[0] == '0') continue;
+            } else {
+                int i = world_rng_int(r, 0, n - 1);
+                s[i] = (char)('0' + world_rng_int(r, i == 0 ? 1 : 0, 9));
+            }
+            w = strtoll(s, NULL, 10) * (v < 0 ? -1 : 1);
+        }
+        if (w != v && iabs(w) <= 99999) return w;
+    }
+    return v + 1;
+}
+
+// Draws from the geometric distribution: the number of further successes at probability q.
+static int geometric(WorldRng *r, double q, int cap) {
+    int k = 0;
+    while (k < cap && world_rng_u01(r) < q) k++;
+    return k;
+}
+
+// ---------------------------------------------------------------- one draft
+
+typedef struct {
+    int64_t a, b, v;
+    char op;
+} Written;
+
+// Writes the response of one draft into b; fills the behaviour counters of info.
+static void write_response(const CorpusParams *p, WorldRng *r, const Task *task, Template fmt,
+                           int off_style, Buf *b, DocInfo *info) {
+    WorldStep st[MAX_STEPS];
+    int n = world_steps(task->question, st, MAX_STEPS);
+    if (n < 1) die("corpus: cannot parse question '%s'", task->question);
+    Writer w = {b, fmt, 0};
+    Written wr[MAX_STEPS];
+    double pc = fmt == TEMPLATE_R1 ? p->p_check_step_r1 : p->p_check_step;
+    double branch_w[3] = {p->p_recover, p->p_loop, p->p_give_up};
+    info->n_steps = n;
+
+    if (world_rng_u01(r) < p->p_restate) {
+        sep(&w);
+        put(b, "%s%s.", MARK_RESTATE, task->question);
+    }
+    int64_t final = 0;
+    int final_set = 0;
+    for (int k = 0; k < n && !final_set; k++) {
+        char op = st[k].op;
+        int64_t a = st[k].a_step < 0 ? st[k].a : wr[st[k].a_step].v;
+        int64_t bb = st[k].b_step < 0 ? st[k].b : wr[st[k].b_step].v;
+        int64_t truth = apply(op, a, bb);
+        double pe = p->p_error_by_level[task->level - 1];
+        if (op == '*' && iabs(a) >= 10 && iabs(bb) >= 10) pe *= p->error_hard_factor;
+        else if (iabs(a) < 10 && iabs(bb) < 10) pe *= p->error_easy_factor;
+        if (pe > 0.95) pe = 0.95;
+        info->err_expect += pe;
+        int64_t v = truth;
+        if (world_rng_u01(r) < pe) {
+            v = wrong_value(r, truth);
+            info->n_errors++;
+        }
+        put_step(&w, "", a, op, bb, v, ".");
+        if (world_rng_u01(r) < pc) {
+            info->n_checks++;
+            info->n_step_checks++;
+            info->n_checked_wrong += v != truth;
+            int says_no;
+            if (v != truth) {
+                says_no = !(world_rng_u01(r) < p->p_check_miss);
+                info->n_missed += !says_no;
+            } else {
+                says_no = world_rng_u01(r) < p->p_false_alarm;
+                info->n_false_alarms += says_no;
+            }
+            put_step(&w, MARK_CHECK, a, op, bb, v, says_no ? MARK_NO "." : MARK_OK ".");
+            if (says_no) {
+                info->n_disagree++;
+                int branch = world_rng_pick(r, branch_w, 3);
+                if (branch == 0) {  // recover
+                    info->n_recover++;
+                    v = truth;
+                    put_step(&w, MARK_REDO, a, op, bb, v, ".");
+                } else if (branch == 1) {  // loop
+                    info->n_loop++;
+                    int cycles = LOOP_MIN_DISAGREE - 1 +
+                                 geometric(r, p->loop_continue_p, MAX_LOOP_CYCLES);
+                    info->loop_cycles += cycles;
+                    // cycles past the context are not written, the document is cut there
+                    // (tags are the only multi-character tokens, and before the ending a
+                    // draft holds at most one: tokens > characters - 8)
+                    for (int c = 0; c < cycles && b->len < (size_t)p->max_doc_tokens + 256; c++) {
+                        v = wrong_value(r, truth);
+                        if (world_rng_u01(r) < p->p_loop_restart) {
+                            sep(&w);
+                            put(b, "%s", MARK_RESTART);
+                            for (int j = 0; j < k; j++)
+                                put_step(&w, "", wr[j].a, wr[j].op, wr[j].b, wr[j].v, ".");
+                            put_step(&w, "", a, op, bb, v, ".");
+                        } else {
+                            put_step(&w, MARK_REDO, a, op, bb, v, ".");
+                        }
+                        put_step(&w, MARK_CHECK, a, op, bb, v, MARK_NO ".");
+                        info->n_checks++;
+                        info->n_disagree++;
+                    }
+                } else {  // give up
+                    info->n_give_up++;
+                    final = wrong_value(r, task->answer);
+                    final_set = 1;
+                    sep(&w);
+                    put(b, "%s%lld.", MARK_GUESS, (long long)final);
+                }
+            }
+        }
+        wr[k] = (Written){a, bb, v, op};
+    }
+    if (!final_set) final = wr[n - 1].v;
+
+    // the ending of the format
+    long long f = (long long)final;
+    if (fmt == TEMPLATE_R1 && off_style == 0) put(b, " </think> <answer> %lld </answer>", f);
+    else if (fmt == TEMPLATE_BOXED || (fmt == TEMPLATE_R1 && off_style == 2))
+        put(b, "\n%s%lld}", MARK_BOXED, f);
+    else if (fmt == TEMPLATE_R1 && off_style == 3) put(b, " </think> %s %lld", MARK_ANSWER, f);
+    else put(b, "\n%s %lld", MARK_ANSWER, f);
+    info->correct = final == task->answer;
+}
+
+// ---------------------------------------------------------------- documents
+
+static int doc_level(const CorpusParams *p, uint64_t seed, int64_t index) {
+    WorldRng r = world_rng(seed, PURPOSE_CORPUS_LEVEL, index);
+    return 1 + world_rng_pick(&r, p->level_weights, WORLD_NUM_LEVELS);
+}
+
+void corpus_task(const CorpusParams *p, uint64_t seed, int64_t index, Task *out) {
+    world_level_task(seed, PURPOSE_CORPUS_TASK, index, doc_level(p, seed, index), out);
+}
+
+int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *out, size_t cap,
+                    DocInfo *info_out) {
+    const Tokenizer *tk = tokenizer_default();
+    Task task;
+    corpus_task(p, seed, index, &task);
+    WorldRng r = world_rng(seed, PURPOSE_CORPUS_DOC, index);
+    double fw[3] = {p->p_template_r1, p->p_template_boxed,
+                    1.0 - p->p_template_r1 - p->p_template_boxed};
+    Template fmt = (Template)world_rng_pick(&r, fw, 3);  // enum order: r1, boxed, none
+    int off_style = 0;  // r1: 0 tags; off-format: 1 plain ending, 2 boxed, 3 "</think> answer:"
+    if (fmt == TEMPLATE_R1 && world_rng_u01(&r) < p->p_r1_off_format) {
+        static const double style_w[3] = {0.5, 0.25, 0.25};
+        off_style = 1 + world_rng_pick(&r, style_w, 3);
+    }
+
+    static _Thread_local char draft[DRAFT_CAP];
+    static _Thread_local int ids[DRAFT_CAP];
+    DocInfo info;
+    int n_tok = 0, prompt_len = 0;
+    for (int attempt = 0;; attempt++) {
+        memset(&info, 0, sizeof info);
+        info.level = task.level;
+        info.format = fmt;
+        info.off_format = off_style != 0;
+        info.retries = attempt;
+        Buf b = {draft, 0, sizeof draft, 0};
+        prompt_len = template_prompt(fmt, &task, draft, sizeof draft);
+        if (prompt_len < 0) die("corpus: prompt does not fit");
+        b.len = (size_t)prompt_len;
+        write_response(p, &r, &task, fmt, off_style, &b, &info);
+        put(&b, "<eos>");
+        if (b.overflow) die("corpus: document %lld overflows the draft buffer", (long long)index);
+        char err[128];
+        n_tok = tok_encode(tk, draft, ids, DRAFT_CAP, err, sizeof err);
+        if (n_tok < 0) die("corpus: document %lld: %s", (long long)index, err);
+        // over-long drafts that do not loop are redrawn (same task and format)
+        if (n_tok <= p->max_doc_tokens || info.n_loop > 0 || attempt + 1 >= MAX_DRAFTS) break;
+    }
+    info.prompt_chars = prompt_len;
+    int len;
+    if (n_tok > p->max_doc_tokens) {  // cut at the context (a loop, or a draft that never fit)
+        len = tok_decode(tk, ids, p->max_doc_tokens, out, cap);
+        if (len < 0) return -1;
+        info.truncated = 1;
+        info.correct = 0;
+        n_tok = p->max_doc_tokens;
+    } else {
+        len = (int)strlen(draft);
+        if ((size_t)len + 1 > cap) return -1;
+        memcpy(out, draft, (size_t)len + 1);
+    }
+    char perr[96];
+    int pids[WORLD_QUESTION_CAP + 64];
+    draft[prompt_len] = '\0';
+    info.prompt_tokens = tok_encode(tk, draft, pids, WORLD_QUESTION_CAP + 64, perr, sizeof perr);
+    if (info.prompt_tokens < 0) die("corpus: prompt of document %lld: %s", (long long)index, perr);
+    info.length_tokens = n_tok;
+    info.response_tokens = n_tok - info.prompt_tokens;
+    info.has_error = info.n_errors > 0;
+    info.self_checked = info.n_checks > 0;
+    info.disagreement = info.n_disagree > 0;
+    info.looped = info.n_loop > 0;
+    info.gave_up = info.n_give_up > 0;
+    info.recovered = info.n_recover > 0 && info.correct && !info.looped && !info.gave_up;
+    if (info_out) *info_out = info;
+    return len;
+}

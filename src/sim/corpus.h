@@ -1,0 +1,88 @@
+// corpus.h: the pretraining corpus, question / reasoning / answer documents that behave like
+// a base model's writing, self-reflection included (docs/world.md has samples).
+//
+// A document is the prompt of its format (exactly template_prompt()), the response, and
+// "<eos>", as text. The reasoning evaluates the question one binary operation per step in
+// precedence order ("4*2=8. 3+8=11."), optionally restated first ("find 3+4*2."). Each step
+// is written wrong with a probability that rises with the level and the operand size; an
+// unchecked wrong step stays silent and propagates. A step is re-checked with probability
+// p_check_step (p_check_step_r1 in r1 documents): "check 4*2=8 ok."; a check of a wrong step
+// disagrees ("check 4*2=9 no.") unless it misses, and a check of a right step says ok unless
+// it raises a false alarm. From a disagreement the document goes on one of three ways:
+//   recover  "redo 4*2=8." and continues (correct unless a later step errs silently);
+//   loop     LOOP_MIN_DISAGREE-1 or more further wrong attempts ("redo 4*2=7. check 4*2=7
+//            no." or "restart." and the steps again), one more each time with probability
+//            loop_continue_p, then goes on with the last wrong value; often past the budget,
+//            where the document is cut at max_doc_tokens without <eos>;
+//   give up  "guess 12." with a wrong number, and ends.
+// Every probability is a knob of CorpusParams. Draws are Philox at (seed, purpose, index):
+// the task of document i depends only on (seed, i, its level), the behaviour draws on a
+// separate stream.
+#ifndef GRPOLAB_CORPUS_H
+#define GRPOLAB_CORPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "template.h"
+
+typedef struct {
+    double p_template_r1;     // share of documents in the r1 format
+    double p_template_boxed;  // share in the boxed format; the rest is the plain (none) format
+    double p_r1_off_format;   // r1-prompted documents that end in another format (no tags)
+    double p_restate;         // the reasoning starts by restating the question
+    double p_check_step;      // per step, plain and boxed documents
+    double p_check_step_r1;   // per step, r1 documents (the r1 writer checks more)
+    double p_error_by_level[WORLD_NUM_LEVELS];  // per step, by the question's level
+    double error_hard_factor;  // x error probability: multiplication of two numbers >= 10
+    double error_easy_factor;  // x error probability: both operands one digit
+    double p_check_miss;       // a check of a wrong step says ok
+    double p_false_alarm;      // a check of a right step says no
+    double p_recover, p_loop, p_give_up;  // what follows a disagreement (weights, normalised)
+    double loop_continue_p;    // after the minimum, one more loop cycle with this probability
+    double p_loop_restart;     // a loop cycle restarts from the first step (else redoes)
+    double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
+    int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
+} CorpusParams;
+
+CorpusParams corpus_params_default(void);
+// 0 if every knob is in range, else -1 and a message naming the knob, value and range.
+int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen);
+
+typedef struct {
+    int level;
+    Template format;   // the document's prompt
+    int off_format;    // an r1 document that ends in another format
+    int n_steps;       // steps of the question (first passes)
+    int n_errors;      // first passes written wrong
+    double err_expect; // sum of the error probabilities of the first passes
+    int has_error;     // n_errors > 0
+    int n_checks, self_checked;  // all checks (loop cycles' included)
+    int n_step_checks;   // checks of first passes
+    int n_checked_wrong; // ... of which the step was wrong
+    int n_disagree, disagreement;
+    int n_missed, n_false_alarms;  // checks of wrong steps that said ok / right steps that said no
+    int n_recover, n_loop, n_give_up;  // how the disagreements went on (generator's choice)
+    int loop_cycles;   // further wrong attempts drawn for loops (written until the cut)
+    int recovered;     // n_recover > 0, correct, no loop, no give-up
+    int looped;        // n_loop > 0
+    int gave_up;       // n_give_up > 0
+    int truncated;     // cut at max_doc_tokens (no <eos>)
+    int correct;       // not truncated and the final answer equals the truth
+    int prompt_chars;  // the prompt is the first prompt_chars bytes of the text
+    int prompt_tokens;
+    int length_tokens;    // whole document (prompt + response + <eos>) in tokens
+    int response_tokens;  // response + <eos> (what the model generates)
+    int retries;       // over-long non-looping drafts redrawn before this one
+} DocInfo;
+
+// Writes document `index` as text into out (cap bytes; 4096 is always enough for
+// max_doc_tokens <= 1024). Returns its length in bytes, or -1 if cap is too small.
+// info may be NULL. The prompt part is the first info->prompt_chars bytes.
+int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *out, size_t cap,
+                    DocInfo *info);
+
+// The task of document `index` (the question and answer its reasoning is about).
+void corpus_task(const CorpusParams *p, uint64_t seed, int64_t index, Task *out);
+
+#endif

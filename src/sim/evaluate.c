@@ -1,0 +1,215 @@
+#include "evaluate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "runlog.h"
+
+double eval_accuracy(const EvalStats *s) { return s->n ? (double)s->n_correct / s->n : 0.0; }
+
+int eval_num_questions(const EvalConfig *cfg) {
+    int total = cfg->train_pool > 0 ? cfg->train_pool : 0;
+    for (int b = 0; b < world_num_benchmarks() && b < EVAL_MAX_BENCH - 1; b++) {
+        int n = world_benchmark_size(b);
+        total += cfg->limit > 0 && cfg->limit < n ? cfg->limit : n;
+    }
+    return total;
+}
+
+void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
+                         EvalRecord *records, int *n_records) {
+    memset(out, 0, sizeof *out);
+    int n_bench = world_num_benchmarks();
+    if (n_bench > EVAL_MAX_BENCH - 1) n_bench = EVAL_MAX_BENCH - 1;
+    out->n_bench = n_bench;
+    out->has_pool = cfg->train_pool > 0;
+    int max_new = cfg->sampler.max_new_tokens, batch = cfg->batch > 0 ? cfg->batch : 64;
+    int max_len = model_config(m)->max_seq_len;
+    int *prompts = xmalloc((size_t)batch * max_len * sizeof(int));
+    int *plen = xmalloc((size_t)batch * sizeof(int));
+    Task *tasks = xmalloc((size_t)batch * sizeof(Task));
+    Generation g;
+    generation_alloc(&g, batch, max_new);
+    char text[1024], err[256];
+    char *resp = xmalloc((size_t)max_new * 16 + 16);
+    int nrec = 0;
+    for (int b = 0; b < n_bench + out->has_pool; b++) {
+        int pool = b == n_bench;  // the training-pool sample comes last
+        int size = pool ? cfg->train_pool : world_benchmark_size(b);
+        if (!pool && cfg->limit > 0 && cfg->limit < size) size = cfg->limit;
+        EvalStats *st = &out->bench[b];
+        double t0 = wall_time();
+        for (int j0 = 0; j0 < size; j0 += batch) {
+            int n = size - j0 < batch ? size - j0 : batch, T = 1;
+            for (int i = 0; i < n; i++) {
+                if (pool) world_train_task(cfg->pool_seed, j0 + i, &tasks[i]);
+                else world_benchmark_task(cfg->world_seed, b, j0 + i, &tasks[i]);
+                if (template_prompt(cfg->template_kind, &tasks[i], text, sizeof text) < 0)
+                    die("eval: prompt of '%s' does not fit", tasks[i].question);
+                plen[i] = tok_encode(tk, text, prompts + (size_t)i * max_len, max_len, err, sizeof err);
+                if (plen[i] < 0) die("eval: cannot tokenize prompt '%s': %s", text, err);
+                if (plen[i] > T) T = plen[i];
+            }
+            // repack to stride T
+            for (int i = 1; i < n; i++)
+                memmove(prompts + (size_t)i * T, prompts + (size_t)i * max_len, (size_t)plen[i] * sizeof(int));
+            sampler_generate(m, &cfg->sampler, prompts, plen, n, T,
+                             ((uint64_t)b << 32) | (uint64_t)j0, &g);
+            for (int i = 0; i < n; i++) {
+                int len = g.length[i];
+                if (tok_decode(tk, g.tokens + (size_t)i * g.max_new, len, resp, (size_t)max_new * 16 + 16) < 0)
+                    die("eval: cannot decode a response");
+                Verdict v;
+                verify_response(cfg->template_kind, &tasks[i], resp, g.stopped[i], &v);
+                if (st->n < cfg->show)
+                    printf("[%s #%d level %d] %s = %lld -> reward %d%s%s\n  %s\n",
+                           pool ? "train_pool" : world_benchmark_name(b), j0 + i, tasks[i].level,
+                           tasks[i].question, (long long)tasks[i].answer, v.reward,
+                           v.truncated ? " (truncated)" : "", v.format_ok ? "" : " (format)", resp);
+                st->n++;
+                st->n_correct += v.reward;
+                st->n_format += v.format_ok;
+                st->n_truncated += v.truncated;
+                st->len_sum += len;
+                if (v.reward) st->len_correct_sum += len;
+                else st->len_incorrect_sum += len;
+                st->n_self_checked += v.self_checked;
+                st->n_disagreement += v.disagreement;
+                st->n_recovered += v.recovered;
+                st->n_looped += v.looped;
+                st->n_gave_up += v.gave_up;
+                int lv = tasks[i].level >= 0 && tasks[i].level <= WORLD_NUM_LEVELS ? tasks[i].level : 0;
+                st->level_n[lv]++;
+                st->level_correct[lv] += v.reward;
+                if (records) {
+                    EvalRecord *r = &records[nrec];
+                    r->bench = b;
+                    r->index = j0 + i;
+                    r->level = tasks[i].level;
+                    r->length = len;
+                    r->reward = v.reward;
+                    r->correct = v.correct;
+                    r->format_ok = v.format_ok;
+                    r->truncated = v.truncated;
+                    r->self_checked = v.self_checked;
+                    r->disagreement = v.disagreement;
+                    r->recovered = v.recovered;
+                    r->looped = v.looped;
+                    r->gave_up = v.gave_up;
+                }
+                nrec++;
+            }
+        }
+        if (cfg->progress)
+            fprintf(stderr, "eval: %-10s %4d questions  accuracy %.3f  (%.1f s)\n",
+                    pool ? "train_pool" : world_benchmark_name(b), st->n, eval_accuracy(st),
+                    wall_time() - t0);
+        if (!pool) out->score += eval_accuracy(st) / n_bench;
+    }
+    if (n_records) *n_records = nrec;
+    generation_free(&g);
+    free(prompts);
+    free(plen);
+    free(tasks);
+    free(resp);
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+void eval_print_table(const EvalResult *r, FILE *f) {
+    fprintf(f, "%-10s %5s %6s %7s %7s %7s %6s %6s %6s %6s %6s %6s %6s  %s\n", "benchmark", "n",
+            "acc", "len", "len_ok", "len_bad", "format", "trunc", "check", "disagr", "recov",
+            "loop", "giveup", "acc by level 1..5 (ood)");
+    for (int b = 0; b < r->n_bench + r->has_pool; b++) {
+        const EvalStats *s = &r->bench[b];
+        int n_bad = s->n - s->n_correct;
+        fprintf(f, "%-10s %5d %6.3f %7.1f %7.1f %7.1f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f  ",
+                b == r->n_bench ? "train_pool" : world_benchmark_name(b), s->n, eval_accuracy(s),
+                ratio(s->len_sum, s->n),
+                ratio(s->len_correct_sum, s->n_correct), ratio(s->len_incorrect_sum, n_bad),
+                ratio(s->n_format, s->n), ratio(s->n_truncated, s->n), ratio(s->n_self_checked, s->n),
+                ratio(s->n_disagreement, s->n), ratio(s->n_recovered, s->n_disagreement),
+                ratio(s->n_looped, s->n_disagreement), ratio(s->n_gave_up, s->n_disagreement));
+        for (int lv = 1; lv <= WORLD_NUM_LEVELS; lv++) {
+            if (s->level_n[lv]) fprintf(f, "%.2f ", ratio(s->level_correct[lv], s->level_n[lv]));
+            else fprintf(f, "  -  ");
+        }
+        if (s->level_n[0]) fprintf(f, "(%.2f)", ratio(s->level_correct[0], s->level_n[0]));
+        fprintf(f, "\n");
+    }
+    fprintf(f, "score (unweighted mean accuracy over the %d benchmarks%s): %.4f\n", r->n_bench,
+            r->has_pool ? ", train_pool not included" : "", r->score);
+    fprintf(f, "(len in generated tokens; recov/loop/giveup as shares of responses with a "
+               "visible disagreement)\n");
+}
+
+// ---------------------------------------------------------------- HDF5 output of `grpolab eval`
+int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *cfg,
+                    const EvalResult *r, const EvalRecord *recs, int n_recs, char *err,
+                    size_t errlen) {
+    RunLog *rl = runlog_create(path, 1, err, errlen);
+    if (!rl) return -1;
+    static const ColumnSpec bench_cols[] = {
+        {"bench", COL_I32, "benchmark index (attribute benchmarks lists the names)"},
+        {"n", COL_I32, "questions"},
+        {"accuracy", COL_F64, "share of responses with reward 1"},
+        {"length_mean", COL_F64, "mean response length, generated tokens"},
+        {"length_correct", COL_F64, "mean length of correct responses (0 if none)"},
+        {"length_incorrect", COL_F64, "mean length of incorrect responses (0 if none)"},
+        {"format_rate", COL_F64, "share of responses in the template's format"},
+        {"truncation_rate", COL_F64, "share of responses that ran into the budget"},
+    };
+    static const ColumnSpec resp_cols[] = {
+        {"bench", COL_I32, "benchmark index"},
+        {"index", COL_I32, "question index within the benchmark"},
+        {"level", COL_I32, "difficulty level 1..5, 0 for the out-of-distribution benchmarks"},
+        {"length", COL_I32, "generated tokens, the stop token included"},
+        {"reward", COL_I32, "verifier reward (0/1)"},
+        {"correct", COL_I32, "final answer equals the truth, format aside"},
+        {"format_ok", COL_I32, "the template's format was followed"},
+        {"truncated", COL_I32, "no stop within the budget"},
+        {"self_checked", COL_I32, "at least one re-check of a step"},
+        {"disagreement", COL_I32, "a re-check visibly disagreed"},
+        {"recovered", COL_I32, "after a disagreement, redone and correct"},
+        {"looped", COL_I32, "repeated disagreeing re-checks of one step"},
+        {"gave_up", COL_I32, "a quick guess after a disagreement"},
+    };
+    char names[512] = "";
+    for (int b = 0; b < r->n_bench + r->has_pool; b++) {
+        if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
+        strncat(names, b == r->n_bench ? "train_pool" : world_benchmark_name(b),
+                sizeof names - strlen(names) - 1);
+    }
+    int ok = runlog_set_attr_str(rl, "kind", "eval", err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "model", model_path, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "template", template_name(cfg->template_kind), err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "temperature", cfg->sampler.temperature, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "top_p", cfg->sampler.top_p, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "max_new_tokens", cfg->sampler.max_new_tokens, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "world_seed", (int64_t)cfg->world_seed, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "score", r->score, err, errlen) == 0 &&
+             runlog_add_table(rl, "eval", bench_cols, 8, 64, 0, err, errlen) == 0 &&
+             runlog_add_table(rl, "responses", resp_cols, 13, 4096, 1, err, errlen) == 0 &&
+             runlog_start_swmr(rl, err, errlen) == 0;
+    for (int b = 0; ok && b < r->n_bench + r->has_pool; b++) {
+        const EvalStats *s = &r->bench[b];
+        int n_bad = s->n - s->n_correct;
+        double acc = eval_accuracy(s), lm = ratio(s->len_sum, s->n);
+        double lc = ratio(s->len_correct_sum, s->n_correct), li = ratio(s->len_incorrect_sum, n_bad);
+        double fr = ratio(s->n_format, s->n), tr = ratio(s->n_truncated, s->n);
+        const void *row[8] = {&b, &s->n, &acc, &lm, &lc, &li, &fr, &tr};
+        ok = runlog_append(rl, "eval", 1, row, err, errlen) == 0;
+    }
+    for (int i = 0; ok && i < n_recs; i++) {
+        const EvalRecord *e = &recs[i];
+        const void *row[13] = {&e->bench, &e->index, &e->level, &e->length, &e->reward,
+                               &e->correct, &e->format_ok, &e->truncated, &e->self_checked,
+                               &e->disagreement, &e->recovered, &e->looped, &e->gave_up};
+        ok = runlog_append(rl, "responses", 1, row, err, errlen) == 0;
+    }
+    char err2[256];
+    if (runlog_close(rl, ok ? err : err2, ok ? errlen : sizeof err2) != 0) ok = 0;
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,69 @@
+// evaluate.h: the five held-out benchmarks (world.h) run through the sampler and scored by
+// the verifier (template.h). Used by `grpolab eval` and by the trainer's periodic eval.
+// The benchmark score is the unweighted mean of the five accuracies, as in the paper.
+#ifndef GRPOLAB_EVALUATE_H
+#define GRPOLAB_EVALUATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "sampler.h"
+#include "template.h"
+#include "tokenizer.h"
+#include "world.h"
+
+#define EVAL_MAX_BENCH 8
+
+typedef struct {
+    int n;                          // responses
+    int n_correct;                  // reward 1
+    int n_format, n_truncated;
+    double len_sum, len_correct_sum, len_incorrect_sum;  // generated tokens
+    int n_self_checked, n_disagreement, n_recovered, n_looped, n_gave_up;
+    int level_n[WORLD_NUM_LEVELS + 1], level_correct[WORLD_NUM_LEVELS + 1];  // index = level (0: ood)
+} EvalStats;
+
+typedef struct {
+    int n_bench;
+    EvalStats bench[EVAL_MAX_BENCH];  // bench[n_bench]: the training-pool sample, if any
+    int has_pool;
+    double score;  // unweighted mean accuracy over the benchmarks (the pool not included)
+} EvalResult;
+
+// One evaluated response (for logs).
+typedef struct {
+    int bench, index, level, length, reward, correct, format_ok, truncated;
+    int self_checked, disagreement, recovered, looped, gave_up;
+} EvalRecord;
+
+typedef struct {
+    Template template_kind;
+    SamplerConfig sampler;  // temperature 0 for greedy
+    uint64_t world_seed;    // the benchmarks' seed
+    int batch;              // sequences generated together
+    int limit;              // if > 0, at most this many questions per benchmark (quick runs)
+    int train_pool;         // if > 0, also this many training-pool questions (reported apart)
+    uint64_t pool_seed;     // the training pool's seed (run.seed)
+    int progress;           // print a progress line per benchmark to stderr
+    int show;               // print the first `show` responses of each benchmark to stdout
+} EvalConfig;
+
+// Runs every benchmark. records (optional, NULL) receives one row per response; *n_records
+// its count (the caller allocates eval_num_questions(cfg) rows).
+void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
+                         EvalRecord *records, int *n_records);
+int eval_num_questions(const EvalConfig *cfg);
+// Prints the table of `grpolab eval` (accuracy, lengths, format and truncation rates,
+// accuracy per level, behaviour shares) for each benchmark and the score.
+void eval_print_table(const EvalResult *r, FILE *f);
+
+double eval_accuracy(const EvalStats *s);
+
+// Writes the result as an HDF5 run log (runlog.h): /eval one row per benchmark, /responses one
+// row per response; root attributes name the model and the settings.
+int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *cfg,
+                    const EvalResult *r, const EvalRecord *recs, int n_recs, char *err,
+                    size_t errlen);
+
+#endif

@@ -1,0 +1,176 @@
+// pretrain.c: `grpolab pretrain`, the base model that RL starts from: next-token
+// cross-entropy on the world's corpus (corpus.h), AdamW with linear warm-up and cosine decay.
+#include "pretrain.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "checkpoint.h"
+#include "corpus.h"
+#include "setup.h"
+#include "tokenizer.h"
+
+// Learning rate at step s: linear warm-up to lr over `warmup` steps, then cosine to lr*min_frac.
+static float lr_at(int s, int steps, float lr, int warmup, float min_frac) {
+    if (s < warmup) return lr * (float)(s + 1) / (float)warmup;
+    float progress = steps > warmup ? (float)(s - warmup) / (float)(steps - warmup) : 1.0f;
+    return lr * (min_frac + (1.0f - min_frac) * 0.5f * (1.0f + cosf(3.14159265f * progress)));
+}
+
+int pretrain_run(const Config *cfg, const char *backend_override, const char *out_path,
+                 const char *init_path, PretrainStats *stats) {
+    char err[1024];
+    ModelConfig mc;
+    if (setup_model_config(cfg, &mc, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    const Tokenizer *tk = tokenizer_default();
+    if (mc.vocab_size != tok_vocab_size(tk)) {  // an id without a token could be sampled
+        fprintf(stderr, "grpolab: error: model.vocab_size = %d: a model of this world needs exactly "
+                "the tokenizer's %d tokens (set model.vocab_size = %d)\n",
+                mc.vocab_size, tok_vocab_size(tk), tok_vocab_size(tk));
+        return 2;
+    }
+    CorpusParams cp;
+    if (setup_corpus_params(cfg, &cp, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    Backend *bk = setup_backend(cfg, backend_override, 1, err, sizeof err);
+    if (!bk) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    int steps = (int)config_int(cfg, "pretrain.steps");
+    int B = (int)config_int(cfg, "pretrain.batch_size");
+    int warmup = (int)config_int(cfg, "pretrain.warmup_steps");
+    float min_frac = (float)config_float(cfg, "pretrain.min_lr_frac");
+    int log_every = (int)config_int(cfg, "pretrain.log_every");
+    uint64_t seed = (uint64_t)config_int(cfg, "run.seed");
+    AdamWConfig opt = setup_adamw(cfg);
+    float lr = opt.lr;
+    int T = mc.max_seq_len;
+
+    Model *m = model_create(bk, &mc);
+    if (init_path) {
+        if (checkpoint_load(init_path, m, 0, err, sizeof err) != 0) {
+            fprintf(stderr, "grpolab: error: %s\n", err);
+            model_free(m);
+            backend_destroy(bk);
+            return 2;
+        }
+    } else {
+        model_init_params(m, seed);
+    }
+    // Documents vary from ~20 to 256 tokens: a step's documents are sorted by length and run
+    // as micro-batches of similar lengths (gradient accumulation), so little is spent on padding.
+    int mb = (int)config_int(cfg, "pretrain.micro_batch");
+    if (mb > B) mb = B;
+    size_t cap = 8192;  // bytes of a document, and so at most as many tokens
+    int *doc_ids = xmalloc((size_t)B * (T + 1) * sizeof(int)), *doc_len = xmalloc((size_t)B * sizeof(int));
+    int *order = xmalloc((size_t)B * sizeof(int)), *ids = xmalloc(cap * sizeof(int));
+    int *tokens = xmalloc((size_t)mb * T * sizeof(int)), *targets = xmalloc((size_t)mb * T * sizeof(int));
+    int *lengths = xmalloc((size_t)mb * sizeof(int));
+    char *doc = xmalloc(cap);
+    fprintf(stderr, "pretrain: %zu parameters (d_model %d, %d layers), %d steps x %d documents "
+            "(micro-batches of %d), backend %s\n", model_num_params(m), mc.d_model, mc.n_layers,
+            steps, B, mb, backend_name(bk->kind));
+    double t_start = wall_time(), loss_acc = 0, tokens_acc = 0, t_log = t_start;
+    int n_acc = 0, n_cut = 0;
+    long long total_tokens = 0;
+    for (int s = 0; s < steps; s++) {
+        size_t n_targets = 0;
+        for (int b = 0; b < B; b++) {
+            int64_t index = (int64_t)s * B + b;
+            if (corpus_document(&cp, seed, index, doc, cap, NULL) < 0)
+                die("pretrain: corpus document %lld does not fit %zu bytes", (long long)index, cap);
+            // documents longer than the context (deliberate loops) are cut: the model learns
+            // their beginning, and that they can go on past the budget
+            int n = tok_encode(tk, doc, ids, (int)cap, err, sizeof err);
+            if (n < 0) die("pretrain: corpus document %lld: %s", (long long)index, err);
+            if (n > T + 1) {
+                n = T + 1;
+                n_cut++;
+            }
+            if (n < 2) die("pretrain: corpus document %lld is empty", (long long)index);
+            memcpy(doc_ids + (size_t)b * (T + 1), ids, (size_t)n * sizeof(int));
+            doc_len[b] = n - 1;  // inputs ids[0..n-2], targets ids[1..n-1]
+            n_targets += (size_t)(n - 1);
+            order[b] = b;
+        }
+        for (int i = 1; i < B; i++)  // insertion sort by length (B is small)
+            for (int j = i; j > 0 && doc_len[order[j - 1]] < doc_len[order[j]]; j--) {
+                int t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        model_zero_grad(m);
+        double loss_sum = 0;
+        for (int i0 = 0; i0 < B; i0 += mb) {
+            int nb = B - i0 < mb ? B - i0 : mb, Tb = doc_len[order[i0]];
+            for (int k = 0; k < nb; k++) {
+                int d = order[i0 + k];
+                const int *src = doc_ids + (size_t)d * (T + 1);
+                lengths[k] = doc_len[d];
+                for (int t = 0; t < Tb; t++) {
+                    tokens[(size_t)k * Tb + t] = t < doc_len[d] ? src[t] : 0;
+                    targets[(size_t)k * Tb + t] = t < doc_len[d] ? src[t + 1] : -1;
+                }
+            }
+            model_forward(m, tokens, targets, lengths, nb, Tb);
+            loss_sum += (double)model_cross_entropy_step(m, 1, (double)n_targets) *
+                        (double)model_num_targets(m);
+        }
+        float loss = (float)(loss_sum / (double)n_targets);
+        if (!isfinite(loss)) die("pretrain: loss is %f at step %d (lower optim.lr?)", loss, s);
+        opt.lr = lr_at(s, steps, lr, warmup, min_frac);
+        double gnorm = model_adamw_step(m, &opt);
+        total_tokens += (long long)n_targets;
+        if (stats) stats->tokens = total_tokens;
+        loss_acc += loss;
+        tokens_acc += (double)n_targets;
+        n_acc++;
+        if ((s + 1) % log_every == 0 || s + 1 == steps) {
+            double now = wall_time(), elapsed = now - t_start;
+            double eta = elapsed / (s + 1) * (steps - s - 1);
+            fprintf(stderr, "pretrain step %5d/%d  loss %.4f  lr %.2e  gnorm %.2f  %6.0f tok/s  "
+                    "elapsed %4.0fs  ETA %4.0fs\n", s + 1, steps, loss_acc / n_acc, opt.lr, gnorm,
+                    tokens_acc / (now - t_log), elapsed, eta);
+            if (stats) {
+                if (s + 1 <= log_every) stats->first_loss = (float)(loss_acc / n_acc);
+                stats->last_loss = (float)(loss_acc / n_acc);
+            }
+            loss_acc = tokens_acc = 0;
+            n_acc = 0;
+            t_log = now;
+        }
+    }
+    const char *vocab[256];
+    int nv = tok_vocab_size(tk);
+    for (int i = 0; i < nv; i++) vocab[i] = tok_str(tk, i);
+    char *text = config_to_ini(cfg);
+    CkptInfo info = {.vocab = vocab, .n_vocab = nv, .config_text = text, .step = steps, .with_optimizer = 0};
+    int rc = 0;
+    if (checkpoint_save(out_path, m, &info, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        rc = 1;
+    } else {
+        fprintf(stderr, "pretrain: wrote %s (%lld tokens in %.0f s; %d documents cut at the "
+                "context of %d tokens)\n", out_path, total_tokens, wall_time() - t_start, n_cut, T);
+    }
+    free(text);
+    free(tokens);
+    free(targets);
+    free(lengths);
+    free(ids);
+    free(doc);
+    free(doc_ids);
+    free(doc_len);
+    free(order);
+    model_free(m);
+    backend_destroy(bk);
+    return rc;
+}

@@ -1,0 +1,214 @@
+// template.c: prompts, the verifier and the behaviour analysis (see template.h).
+#include "template.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const TEMPLATE_NAMES[TEMPLATE_COUNT] = {"r1", "boxed", "none"};
+
+int template_parse(const char *name, Template *out) {
+    for (int t = 0; t < TEMPLATE_COUNT; t++)
+        if (strcmp(name, TEMPLATE_NAMES[t]) == 0) {
+            *out = (Template)t;
+            return 0;
+        }
+    return -1;
+}
+
+const char *template_name(Template t) {
+    return (int)t >= 0 && (int)t < TEMPLATE_COUNT ? TEMPLATE_NAMES[t] : "?";
+}
+
+int template_prompt(Template t, const Task *task, char *out, size_t cap) {
+    int n;
+    switch (t) {
+    case TEMPLATE_R1: n = snprintf(out, cap, "User: %s\nAssistant: <think>", task->question); break;
+    case TEMPLATE_BOXED: n = snprintf(out, cap, "answer in \\boxed{}.\n%s\n", task->question); break;
+    default: n = snprintf(out, cap, "%s\n", task->question); break;
+    }
+    return (n < 0 || (size_t)n >= cap) ? -1 : n;
+}
+
+int template_stop_token(const Tokenizer *tk, Template t) {
+    return t == TEMPLATE_R1 ? tok_id(tk, "</answer>") : -1;
+}
+
+// ---------------------------------------------------------------- numerals
+
+static int is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+int template_parse_numeral(const char *s, size_t n, int64_t *out) {
+    size_t i = 0;
+    while (n > 0 && is_ws(s[n - 1])) n--;
+    while (i < n && is_ws(s[i])) i++;
+    int neg = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-')) {
+        neg = s[i] == '-';
+        i++;
+        while (i < n && s[i] == ' ') i++;
+    }
+    int64_t v = 0;
+    int any = 0, digits = 0;  // leading zeros do not count towards the 18-digit limit
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+        any = 1;
+        if (v == 0 && s[i] == '0') continue;
+        if (++digits > 18) return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (!any) return -1;
+    if (i < n && s[i] == '.') {  // "11." or "11.00": still an integer
+        for (i++; i < n && s[i] == '0'; i++) {
+        }
+    }
+    if (i != n) return -1;
+    *out = neg ? -v : v;
+    return 0;
+}
+
+// ---------------------------------------------------------------- answer extraction
+
+typedef struct {
+    const char *begin, *end;  // the numeral's text
+    const char *after;        // first character after the construct
+} Span;
+
+static const char *find_last(const char *text, const char *needle) {
+    const char *last = NULL;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) last = p;
+    return last;
+}
+
+static int only_ws(const char *p) {
+    for (; *p; p++)
+        if (!is_ws(*p)) return 0;
+    return 1;
+}
+
+// r1: the first "</think>", whitespace, "<answer>" ... "</answer>".
+static int span_r1(const char *text, Span *sp) {
+    const char *p = strstr(text, "</think>");
+    if (!p) return 0;
+    p += strlen("</think>");
+    while (is_ws(*p)) p++;
+    if (strncmp(p, "<answer>", 8) != 0) return 0;
+    p += 8;
+    const char *e = strstr(p, "</answer>");
+    if (!e) return 0;
+    sp->begin = p;
+    sp->end = e;
+    sp->after = e + strlen("</answer>");
+    return 1;
+}
+
+static int span_last_answer_block(const char *text, Span *sp) {
+    for (const char *p = find_last(text, "<answer>"); p;) {
+        const char *e = strstr(p + 8, "</answer>");
+        if (!e) {  // an unclosed last block: try the one before it
+            const char *prev = NULL;
+            for (const char *q = strstr(text, "<answer>"); q && q < p; q = strstr(q + 1, "<answer>"))
+                prev = q;
+            p = prev;
+            continue;
+        }
+        sp->begin = p + 8;
+        sp->end = e;
+        sp->after = e + strlen("</answer>");
+        return 1;
+    }
+    return 0;
+}
+
+static int span_last_boxed(const char *text, Span *sp) {
+    const char *p = find_last(text, MARK_BOXED);
+    if (!p) return 0;
+    p += strlen(MARK_BOXED);
+    const char *e = strchr(p, '}');
+    if (!e) return 0;
+    sp->begin = p;
+    sp->end = e;
+    sp->after = e + 1;
+    return 1;
+}
+
+static int span_last_answer_line(const char *text, Span *sp) {
+    const char *p = find_last(text, MARK_ANSWER);
+    if (!p) return 0;
+    p += strlen(MARK_ANSWER);
+    const char *e = strchr(p, '\n');
+    if (!e) e = p + strlen(p);
+    sp->begin = p;
+    sp->end = e;
+    sp->after = e;
+    return 1;
+}
+
+static int span_value(const Span *sp, int64_t *v) {
+    return template_parse_numeral(sp->begin, (size_t)(sp->end - sp->begin), v) == 0;
+}
+
+// ---------------------------------------------------------------- behaviour
+
+static void read_behaviour(const char *text, Verdict *v) {
+    const char *first_no = NULL;
+    const char *run_expr = NULL;  // the step of the current run of disagreements
+    size_t run_len = 0;
+    int run = 0;
+    for (const char *c = strstr(text, MARK_CHECK); c; c = strstr(c + 1, MARK_CHECK)) {
+        v->n_checks++;
+        const char *e = c + strlen(MARK_CHECK), *q = e;
+        while (*q && strchr("0123456789+-*()=", *q)) q++;
+        if (strncmp(q, MARK_NO, strlen(MARK_NO)) != 0) continue;
+        v->n_disagreements++;
+        if (!first_no) first_no = q;
+        // the checked step "a op b" is the text before '='
+        const char *eq = memchr(e, '=', (size_t)(q - e));
+        size_t len = eq ? (size_t)(eq - e) : (size_t)(q - e);
+        if (run_expr && len == run_len && strncmp(run_expr, e, len) == 0) run++;
+        else run = 1;
+        run_expr = e;
+        run_len = len;
+        if (run >= LOOP_MIN_DISAGREE) v->looped = 1;
+    }
+    v->self_checked = v->n_checks > 0;
+    v->disagreement = v->n_disagreements > 0;
+    if (first_no) {
+        v->gave_up = strstr(first_no, MARK_GUESS) != NULL;
+        v->recovered = strstr(first_no, MARK_REDO) != NULL && v->correct && !v->looped &&
+                       !v->gave_up;
+    }
+}
+
+void verify_response(Template t, const Task *task, const char *text, int stopped, Verdict *v) {
+    memset(v, 0, sizeof *v);
+    v->truncated = !stopped;
+    Span sp;
+    int64_t val = 0;
+    switch (t) {
+    case TEMPLATE_R1:
+        if (span_r1(text, &sp) && span_value(&sp, &val)) {
+            v->has_answer = 1;
+            v->format_ok = only_ws(sp.after);
+        }
+        break;
+    case TEMPLATE_BOXED:
+        if (span_last_boxed(text, &sp) && span_value(&sp, &val)) v->has_answer = v->format_ok = 1;
+        break;
+    default:
+        if (span_last_answer_line(text, &sp) && span_value(&sp, &val)) {
+            v->has_answer = 1;
+            v->format_ok = only_ws(sp.after);
+        }
+        break;
+    }
+    // lenient extraction for `correct` when the template's own construct gave no numeral
+    if (!v->has_answer) {
+        int (*const cascade[4])(const char *, Span *) = {span_r1, span_last_answer_block,
+                                                         span_last_boxed, span_last_answer_line};
+        for (int k = 0; k < 4 && !v->has_answer; k++)
+            if (cascade[k](text, &sp) && span_value(&sp, &val)) v->has_answer = 1;
+    }
+    v->answer = v->has_answer ? val : 0;
+    v->correct = v->has_answer && val == task->answer;
+    v->reward = stopped && v->format_ok && v->correct;
+    read_behaviour(text, v);
+}

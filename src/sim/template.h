@@ -1,0 +1,84 @@
+// template.h: prompt templates, the verifier (reward), and the per-response behaviour
+// analysis. The reasoning markers are defined here once and used by both the corpus
+// generator (corpus.c), which writes them, and verify_response, which reads them.
+//
+// Formats (prompt | response, "<eos>" ends generation besides the stop token):
+//   r1     "User: 3+4*2\nAssistant: <think>"
+//          | " 4*2=8. 3+8=11. </think> <answer> 11 </answer>"       stop token "</answer>"
+//   boxed  "answer in \boxed{}.\n3+4*2\n"  | "4*2=8. 3+8=11.\n\boxed{11}" then <eos>
+//   none   "3+4*2\n"                        | "4*2=8. 3+8=11.\nanswer: 11"   then <eos>
+//
+// Format rules (format_ok) and which answer counts:
+//   r1     the first "</think>" is followed (whitespace aside) by "<answer>", one numeral,
+//          "</answer>", and then nothing but whitespace. That answer counts.
+//   boxed  some "\boxed{<numeral>}"; the last one counts.
+//   none   the last line is "answer: <numeral>"; the last "answer:" counts.
+// When the format fails, the answer is still extracted (for `correct`), first match of:
+// the r1 answer after "</think>", the last <answer>...</answer>, the last \boxed{...}, the
+// last "answer:" line. A numeral is compared as a careful checker would: surrounding
+// whitespace, a leading '+', '-' with or without a space ("- 3" is -3), leading zeros,
+// "-0" == 0, a trailing "." or ".0" are accepted; anything else ("3.5", "1,000", "9 10",
+// 19+ digits) is not a numeral.
+#ifndef GRPOLAB_TEMPLATE_H
+#define GRPOLAB_TEMPLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+#include "world.h"
+
+// ---- reasoning markers (single source for the corpus and the verifier)
+// A step is "<a><op><b>=<value>." (a negative right operand is written "(-3)"); items of the
+// reasoning are separated by one space.
+#define MARK_RESTATE "find "     // "find 3+4*2."          restating the question
+#define MARK_CHECK "check "      // "check 4*2=8 ok."      re-check of a step...
+#define MARK_OK " ok"            //                        ...that agrees
+#define MARK_NO " no"            // "check 4*2=9 no."      ...that visibly disagrees
+#define MARK_REDO "redo "        // "redo 4*2=8."          the step computed again
+#define MARK_RESTART "restart."  // "restart. 4*2=9. ..."  going back to the first step
+#define MARK_GUESS "guess "      // "guess 12."            a quick guess after a disagreement
+#define MARK_ANSWER "answer:"    // "answer: 11"           final line of the plain format
+#define MARK_BOXED "\\boxed{"
+// looped: at least this many disagreeing checks of the same step ("a op b", the text before
+// '=') in a row among the disagreements, the first one included
+#define LOOP_MIN_DISAGREE 3
+
+typedef enum { TEMPLATE_R1 = 0, TEMPLATE_BOXED = 1, TEMPLATE_NONE = 2 } Template;
+#define TEMPLATE_COUNT 3
+
+// "r1", "boxed", "none" -> 0; -1 otherwise.
+int template_parse(const char *name, Template *out);
+const char *template_name(Template t);
+
+// Writes the prompt the model continues; returns its length, or -1 if cap is too small.
+int template_prompt(Template t, const Task *task, char *out, size_t cap);
+// The token after which generation stops besides <eos>: r1 "</answer>"; boxed, none: -1.
+int template_stop_token(const Tokenizer *tk, Template t);
+
+typedef struct {
+    int reward;      // 1 iff stopped, formatted correctly and the final answer equals the truth
+    int format_ok;   // the template's format was followed
+    int truncated;   // no stop (eos / stop tag) within the budget
+    int correct;     // the extracted answer equals the truth (regardless of format)
+    int has_answer;
+    int64_t answer;  // the extracted answer, if any
+    // behaviour flags read from the reasoning markers
+    int self_checked;  // at least one "check "
+    int disagreement;  // at least one check ending " no"
+    int recovered;     // disagreement, then "redo " after it, answer correct, not looped/gave up
+    int looped;        // LOOP_MIN_DISAGREE disagreeing checks of the same step in a row
+    int gave_up;       // "guess " after a disagreement
+    int n_checks;          // number of checks
+    int n_disagreements;   // number of checks that disagree
+} Verdict;
+
+// Scores the response text (the generated tokens decoded, <eos> excluded). `stopped` is 1
+// if generation ended with <eos> or the stop token within the budget, 0 if it was cut.
+void verify_response(Template t, const Task *task, const char *response_text, int stopped,
+                     Verdict *v);
+
+// Parses a numeral as described above from s[0..n). 0 and *out, or -1.
+int template_parse_numeral(const char *s, size_t n, int64_t *out);
+
+#endif

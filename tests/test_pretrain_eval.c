@@ -1,0 +1,206 @@
+// test_pretrain_eval.c: a short pretraining run lowers the loss and writes a checkpoint with
+// the vocabulary; eval on that tiny model fills the table and the HDF5 datasets consistently;
+// the commands reject bad arguments with exit code 2 and a message.
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sim/checkpoint.h"
+#include "sim/evaluate.h"
+#include "sim/pretrain.h"
+#include "sim/runlog.h"
+#include "sim/setup.h"
+#include "test_util.h"
+
+static char dir[64], model_path[128];
+
+static Config *tiny_config(void) {
+    char err[512];
+    Config *c = config_new();
+    const char *sets[] = {"model.vocab_size=58", "model.d_model=32", "model.n_layers=1", "model.n_heads=2",
+                          "model.n_kv_heads=1", "model.d_ff=64", "pretrain.steps=40",
+                          "pretrain.batch_size=8", "pretrain.micro_batch=4",
+                          "pretrain.warmup_steps=5", "pretrain.log_every=10", "optim.lr=3e-3",
+                          "run.backend=cpu", "run.seed=7"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (config_set(c, sets[i], err, sizeof err) != 0) fail_msg("%s", err);
+    return c;
+}
+
+static int setup(void **state) {
+    snprintf(dir, sizeof dir, "/tmp/grpolab-pe-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    snprintf(model_path, sizeof model_path, "%s/tiny.h5", dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    tu_remove_dir(dir);
+    return 0;
+}
+
+// The [corpus] keys' schema defaults are corpus_params_default() (the knobs live in two
+// places: the config schema and corpus.c; this keeps them equal).
+static void test_corpus_defaults_match(void **state) {
+    char err[512];
+    Config *c = config_new();
+    CorpusParams a, b = corpus_params_default();
+    assert_int_equal(setup_corpus_params(c, &a, err, sizeof err), 0);
+    // every field (the struct's tail padding aside)
+    assert_memory_equal(&a, &b, offsetof(CorpusParams, max_doc_tokens) + sizeof(int));
+    config_free(c);
+}
+
+static void test_pretrain_lowers_loss(void **state) {
+    Config *c = tiny_config();
+    PretrainStats st = {0};
+    assert_int_equal(pretrain_run(c, NULL, model_path, NULL, &st), 0);
+    printf("  pretrain: loss %.3f (steps 1-10) -> %.3f (steps 31-40), %lld tokens\n",
+           st.first_loss, st.last_loss, st.tokens);
+    assert_true(st.first_loss > 3.0f);             // about ln(58) at the start
+    assert_true(st.last_loss < st.first_loss - 0.5f);  // stated bound: 0.5 nats in 40 steps
+    // the checkpoint carries the tokenizer's vocabulary and the config
+    ModelConfig mc;
+    char **vocab = NULL, *text = NULL, err[512];
+    int nv = 0;
+    assert_int_equal(checkpoint_read_meta(model_path, &mc, &vocab, &nv, &text, NULL, NULL, err, sizeof err), 0);
+    const Tokenizer *tk = tokenizer_default();
+    assert_int_equal(nv, tok_vocab_size(tk));
+    for (int i = 0; i < nv; i++) assert_string_equal(vocab[i], tok_str(tk, i));
+    assert_non_null(strstr(text, "steps = 40"));
+    assert_int_equal(mc.d_model, 32);
+    checkpoint_free_vocab(vocab, nv);
+    free(text);
+    // same seed, same model
+    char again[160];
+    snprintf(again, sizeof again, "%s/again.h5", dir);
+    assert_int_equal(pretrain_run(c, NULL, again, NULL, NULL), 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "h5diff -q %s %s >/dev/null 2>&1", model_path, again);
+    assert_int_equal(system(cmd), 0);
+    config_free(c);
+}
+
+static void test_eval_table_and_hdf5(void **state) {
+    char err[512];
+    ModelConfig mc;
+    assert_int_equal(checkpoint_read_meta(model_path, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err), 0);
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    Model *m = model_create(bk, &mc);
+    assert_int_equal(checkpoint_load(model_path, m, 0, err, sizeof err), 0);
+    const Tokenizer *tk = tokenizer_default();
+    EvalConfig ec = {.template_kind = TEMPLATE_R1, .world_seed = 2025, .batch = 7, .limit = 6};
+    ec.sampler = (SamplerConfig){.temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = 40,
+                                 .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, TEMPLATE_R1),
+                                 .seed = 3};
+    int nq = eval_num_questions(&ec), nrec = 0;
+    assert_int_equal(nq, 6 * world_num_benchmarks());
+    EvalRecord *recs = xcalloc((size_t)nq, sizeof(EvalRecord));
+    EvalResult r;
+    evaluate_benchmarks(m, tk, &ec, &r, recs, &nrec);
+    eval_print_table(&r, stdout);
+    assert_int_equal(nrec, nq);
+    double score = 0;
+    for (int b = 0; b < r.n_bench; b++) {
+        const EvalStats *s = &r.bench[b];
+        assert_int_equal(s->n, 6);
+        int levels = 0, trunc = 0, correct = 0;
+        double len = 0;
+        for (int lv = 0; lv <= WORLD_NUM_LEVELS; lv++) levels += s->level_n[lv];
+        assert_int_equal(levels, 6);
+        for (int i = 0; i < nrec; i++)
+            if (recs[i].bench == b) {
+                trunc += recs[i].truncated;
+                correct += recs[i].reward;
+                len += recs[i].length;
+                assert_true(recs[i].length >= 1 && recs[i].length <= 40);
+                if (recs[i].truncated) assert_int_equal(recs[i].length, 40);
+                if (recs[i].truncated) assert_int_equal(recs[i].reward, 0);
+            }
+        assert_int_equal(trunc, s->n_truncated);
+        assert_int_equal(correct, s->n_correct);
+        assert_true(fabs(len - s->len_sum) < 1e-9);
+        score += eval_accuracy(s) / r.n_bench;
+    }
+    assert_true(fabs(score - r.score) < 1e-12);
+    // HDF5 output: /eval one row per benchmark, /responses one row per response
+    char h5[160];
+    snprintf(h5, sizeof h5, "%s/eval.h5", dir);
+    assert_int_equal(eval_write_hdf5(h5, model_path, &ec, &r, recs, nrec, err, sizeof err), 0);
+    RunLogReader *rd = runlog_reader_open(h5, err, sizeof err);
+    assert_non_null(rd);
+    int64_t n = 0;
+    double *acc = runlog_read_column(rd, "eval/accuracy", &n, err, sizeof err);
+    assert_int_equal(n, r.n_bench);
+    for (int b = 0; b < r.n_bench; b++) assert_true(fabs(acc[b] - eval_accuracy(&r.bench[b])) < 1e-12);
+    double *len = runlog_read_column(rd, "responses/length", &n, err, sizeof err);
+    assert_int_equal(n, nrec);
+    for (int i = 0; i < nrec; i++) assert_true(len[i] == recs[i].length);
+    char *tpl = runlog_read_attr_str(rd, "template", err, sizeof err);
+    assert_string_equal(tpl, "r1");
+    free(tpl);
+    free(acc);
+    free(len);
+    runlog_reader_close(rd);
+    free(recs);
+    model_free(m);
+    backend_destroy(bk);
+}
+
+// Runs the grpolab binary with args; returns its exit code and its stderr in out.
+static int run_cli(const char *args, char *out, size_t cap) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) fail_msg("cannot run %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli_errors(void **state) {
+    char out[4096], args[512];
+    struct {
+        const char *args, *needle;
+    } cases[] = {
+        {"eval", "--model FILE is required"},
+        {"eval --model /nonexistent/m.h5", "/nonexistent/m.h5"},
+        {"eval --model x.h5 --temperature -1", "--temperature '-1'"},
+        {"eval --model x.h5 --template latex", "--template 'latex'"},
+        {"eval --model x.h5 --bogus", "unknown option '--bogus'"},
+        {"eval --model x.h5 --greedy --temperature 1", "exclude each other"},
+        {"pretrain --set model.vocab_size=64", "needs exactly the tokenizer's 58 tokens"},
+        {"pretrain --set pretrain.steps=0", "pretrain.steps = 0: out of range"},
+        {"pretrain --set corpus.p_loop=2", "corpus.p_loop = 2: out of range"},
+        {"pretrain --config /nonexistent.ini", "cannot open config '/nonexistent.ini'"},
+        {"pretrain --set model.vocab_size=58 --set corpus.max_doc_tokens=512", "more than model.max_seq_len"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run_cli(cases[i].args, out, sizeof out);
+        printf("  grpolab %s -> exit %d: %s", cases[i].args, rc, out);
+        assert_int_equal(rc, 2);
+        if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
+    }
+    // a checkpoint that is not a model of this world (vocabulary too small)
+    snprintf(args, sizeof args, "init --set model.vocab_size=16 --out %s/small.h5", dir);
+    assert_int_equal(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "eval --model %s/small.h5", dir);
+    assert_int_equal(run_cli(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "not a model of this world"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_corpus_defaults_match),
+        cmocka_unit_test(test_pretrain_lowers_loss),
+        cmocka_unit_test(test_eval_table_and_hdf5),
+        cmocka_unit_test(test_cli_errors),
+    };
+    return cmocka_run_group_tests_name("pretrain_eval", tests, setup, teardown);
+}

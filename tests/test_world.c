@@ -1,0 +1,829 @@
+// test_world.c: the embedded world: task generator and benchmarks (determinism, level
+// statistics, no train/eval leak), tokenizer, templates, verifier, behaviour flags, and the
+// pretraining corpus (fit in the context, <eos>, behaviour frequencies against the knobs,
+// checking pays). WORLD_SAMPLES=n prints n sample documents of each level.
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "sim/corpus.h"
+#include "sim/template.h"
+#include "sim/tokenizer.h"
+#include "sim/world.h"
+#include "test_util.h"
+
+// ---------------------------------------------------------------- hash set of questions
+
+typedef struct {
+    uint64_t *slot;
+    size_t cap;
+} HashSet;
+
+static HashSet hs_new(size_t cap) {
+    HashSet h = {calloc(cap, sizeof(uint64_t)), cap};
+    assert_non_null(h.slot);
+    return h;
+}
+static void hs_add(HashSet *h, uint64_t k) {
+    k |= 1;  // 0 marks an empty slot
+    for (size_t i = k % h->cap;; i = (i + 1) % h->cap) {
+        if (h->slot[i] == k) return;
+        if (h->slot[i] == 0) {
+            h->slot[i] = k;
+            return;
+        }
+    }
+}
+static int hs_has(const HashSet *h, uint64_t k) {
+    k |= 1;
+    for (size_t i = k % h->cap;; i = (i + 1) % h->cap) {
+        if (h->slot[i] == k) return 1;
+        if (h->slot[i] == 0) return 0;
+    }
+}
+
+// ---------------------------------------------------------------- tokenizer
+
+static void test_tokenizer_vocab(void **state) {
+    const Tokenizer *tk = tokenizer_default();
+    int V = tok_vocab_size(tk);
+    printf("  vocabulary: %d tokens\n", V);
+    assert_true(V > 7 && V <= 64);
+    assert_string_equal(tok_str(tk, TOK_PAD), "<pad>");
+    assert_string_equal(tok_str(tk, TOK_EOS), "<eos>");
+    const char *tags[] = {"<think>", "</think>", "<answer>", "</answer>", "\\boxed{"};
+    for (int i = 0; i < 5; i++) assert_int_equal(tok_id(tk, tags[i]), 2 + i);
+    for (int i = 0; i < V; i++) {
+        assert_non_null(tok_str(tk, i));
+        assert_int_equal(tok_id(tk, tok_str(tk, i)), i);  // unique strings
+    }
+    assert_null(tok_str(tk, V));
+    assert_null(tok_str(tk, -1));
+    assert_int_equal(tok_id(tk, "<bos>"), -1);
+    // every character the world writes is a single token
+    const char *need = "0123456789 +-*()=\n.:}UserAssistantfindcheckoknoredorestartguessanswerinboxed";
+    for (const char *c = need; *c; c++) {
+        char s[2] = {*c, 0};
+        assert_true(tok_id(tk, s) >= 7);
+    }
+}
+
+static void test_tokenizer_encode_errors(void **state) {
+    const Tokenizer *tk = tokenizer_default();
+    int ids[64];
+    char err[128];
+    int n = tok_encode(tk, "<think> 3+4</think><answer>7</answer><eos>", ids, 64, err, sizeof err);
+    assert_int_equal(n, 10);
+    assert_int_equal(ids[0], tok_id(tk, "<think>"));
+    assert_int_equal(ids[5], tok_id(tk, "</think>"));
+    assert_int_equal(ids[6], tok_id(tk, "<answer>"));
+    assert_int_equal(ids[9], TOK_EOS);
+    n = tok_encode(tk, "\\boxed{12}", ids, 64, err, sizeof err);
+    assert_int_equal(n, 4);
+    assert_int_equal(ids[0], tok_id(tk, "\\boxed{"));
+    // unknown characters: the offset and the character are named
+    err[0] = 0;
+    assert_int_equal(tok_encode(tk, "3+4=X", ids, 64, err, sizeof err), -1);
+    printf("  '3+4=X': %s\n", err);
+    assert_non_null(strstr(err, "'X'"));
+    assert_non_null(strstr(err, "offset 4"));
+    assert_int_equal(tok_encode(tk, "ab<thin", ids, 64, err, sizeof err), -1);
+    assert_non_null(strstr(err, "offset 2"));
+    assert_int_equal(tok_encode(tk, "\\box", ids, 64, err, sizeof err), -1);
+    assert_int_equal(tok_encode(tk, "caf\xc3\xa9", ids, 64, err, sizeof err), -1);
+    assert_non_null(strstr(err, "offset 3"));
+    assert_int_equal(tok_encode(tk, "Zebra", ids, 64, err, sizeof err), -1);
+    // too long
+    assert_int_equal(tok_encode(tk, "123456", ids, 5, err, sizeof err), -1);
+    printf("  too long: %s\n", err);
+    assert_int_equal(tok_encode(tk, "12345", ids, 5, err, sizeof err), 5);
+    // decode: <eos>/<pad> give nothing; bad ids and small buffers are errors
+    int d[] = {TOK_PAD, tok_id(tk, "7"), TOK_EOS, tok_id(tk, "</answer>")};
+    char out[32];
+    assert_int_equal(tok_decode(tk, d, 4, out, sizeof out), 10);
+    assert_string_equal(out, "7</answer>");
+    assert_int_equal(tok_decode(tk, d, 4, out, 5), -1);
+    int bad[] = {3, 99};
+    assert_int_equal(tok_decode(tk, bad, 2, out, sizeof out), -1);
+}
+
+static void roundtrip(const Tokenizer *tk, const char *text) {
+    static int ids[8192];
+    static char back[16384];
+    char err[128];
+    int n = tok_encode(tk, text, ids, 8192, err, sizeof err);
+    if (n < 0) printf("  encode failed: %s on '%s'\n", err, text);
+    assert_true(n >= 0);
+    assert_true(tok_decode(tk, ids, n, back, sizeof back) >= 0);
+    assert_string_equal(back, text);
+}
+
+static void test_tokenizer_roundtrip_templates(void **state) {
+    const Tokenizer *tk = tokenizer_default();
+    int max_prompt = 0;
+    for (int t = 0; t < TEMPLATE_COUNT; t++) {
+        for (int b = 0; b < world_num_benchmarks(); b++)
+            for (int j = 0; j < world_benchmark_size(b); j += 7) {
+                Task task;
+                world_benchmark_task(1234, b, j, &task);
+                char prompt[256];
+                assert_true(template_prompt((Template)t, &task, prompt, sizeof prompt) > 0);
+                roundtrip(tk, prompt);
+                int ids[256];
+                char err[64];
+                int n = tok_encode(tk, prompt, ids, 256, err, sizeof err);
+                if (n > max_prompt) max_prompt = n;
+            }
+        for (int i = 0; i < 500; i++) {
+            Task task;
+            world_train_task(1234, i, &task);
+            char prompt[256];
+            template_prompt((Template)t, &task, prompt, sizeof prompt);
+            roundtrip(tk, prompt);
+        }
+    }
+    printf("  longest prompt over benchmarks and templates: %d tokens\n", max_prompt);
+    assert_true(max_prompt <= 60);
+    // the templates' tags, endings and markers
+    roundtrip(tk, " 4*2=8. check 4*2=9 no. redo 4*2=8. restart. guess 3. </think> <answer> 11 "
+                  "</answer>\n\\boxed{-11}\nanswer: 11 find 3+4*2.");
+}
+
+// ---------------------------------------------------------------- generator
+
+static void test_world_determinism(void **state) {
+    int differ = 0;
+    for (int i = 0; i < 200; i++) {
+        Task a, b, c;
+        world_train_task(42, i, &a);
+        world_train_task(42, i, &b);
+        assert_string_equal(a.question, b.question);
+        assert_true(a.answer == b.answer && a.level == b.level && a.hash == b.hash);
+        assert_int_equal(a.index, i);
+        world_train_task(43, i, &c);
+        differ += strcmp(a.question, c.question) != 0;
+        assert_true(a.hash == world_hash(a.question));
+    }
+    printf("  seeds 42 vs 43: %d/200 questions differ\n", differ);
+    assert_true(differ > 180);
+    Task a, b;
+    world_benchmark_task(7, 0, 123, &a);
+    world_benchmark_task(7, 1, 3, &b);  // another benchmark in between
+    world_benchmark_task(7, 0, 123, &b);
+    assert_string_equal(a.question, b.question);
+    world_benchmark_task(8, 0, 123, &b);
+    assert_true(strcmp(a.question, b.question) != 0 || a.answer != b.answer);
+}
+
+static void test_world_levels(void **state) {
+    const int n = 3000;
+    double prev_ops = 0, prev_parens = -1, prev_value = 0;
+    int64_t prev_operand = 0;
+    printf("  level  ops   mul   parens depth  operand<=  mean max|value|  max|value|  big_mul  "
+           "|answer|<=\n");
+    for (int level = 1; level <= WORLD_NUM_LEVELS; level++) {
+        double ops = 0, mul = 0, parens = 0, depth = 0, value = 0, big = 0;
+        int64_t max_abs = 0, max_ans = 0, operand = 0;
+        int max_len = 0;
+        for (int i = 0; i < n; i++) {
+            Task t;
+            world_level_task(99, WORLD_PURPOSE_USER + 5, i, level, &t);
+            assert_int_equal(t.level, level);
+            assert_int_equal(world_split_of(t.question), SPLIT_TRAIN);
+            int64_t v;
+            assert_int_equal(world_eval(t.question, &v), 0);
+            assert_true(v == t.answer);
+            TaskStats st;
+            assert_int_equal(world_task_stats(t.question, &st), 0);
+            ops += st.n_ops;
+            mul += st.n_mul;
+            parens += st.n_paren_pairs;
+            depth += st.paren_depth;
+            if (st.max_operand > operand) operand = st.max_operand;
+            value += (double)st.max_abs_value;
+            big += st.n_big_mul;
+            if (st.max_abs_value > max_abs) max_abs = st.max_abs_value;
+            int64_t aa = t.answer < 0 ? -t.answer : t.answer;
+            if (aa > max_ans) max_ans = aa;
+            int len = (int)strlen(t.question);
+            if (len > max_len) max_len = len;
+            // per-level make-up
+            switch (level) {
+            case 1: assert_int_equal(st.n_ops, 1); assert_int_equal(st.n_mul, 0); break;
+            case 2: assert_int_equal(st.n_ops, 2); assert_int_equal(st.n_paren_pairs, 0); break;
+            case 3: assert_int_equal(st.n_ops, 3); assert_true(st.n_paren_pairs <= 1); break;
+            case 4: assert_int_equal(st.n_ops, 4); assert_true(st.n_paren_pairs >= 1); break;
+            case 5:
+                assert_true(st.n_ops >= 4 && st.n_ops <= 5);
+                assert_true(st.paren_depth >= 2);  // nested
+                assert_true(st.n_big_mul >= 1);    // two-digit by two-digit
+                break;
+            }
+        }
+        ops /= n, mul /= n, parens /= n, depth /= n, value /= n, big /= n;
+        printf("  %d      %.2f  %.2f  %.2f   %.2f   %5lld      %7.1f          %6lld      %.2f     "
+               "%lld (len<=%d)\n", level, ops, mul, parens, depth, (long long)operand, value,
+               (long long)max_abs, big, (long long)max_ans, max_len);
+        assert_true(ops >= prev_ops);
+        assert_true(parens > prev_parens || level == 2);
+        assert_true(operand > prev_operand);
+        assert_true(value > prev_value);
+        assert_true(max_abs <= WORLD_MAX_ABS_VALUE);
+        assert_true(max_len < 40);
+        prev_ops = ops, prev_parens = parens, prev_operand = operand, prev_value = value;
+    }
+}
+
+static void test_world_train_mix(void **state) {
+    int count[6] = {0};
+    const int n = 20000;
+    for (int i = 0; i < n; i++) {
+        Task t;
+        world_train_task(5, i, &t);
+        count[t.level]++;
+    }
+    for (int l = 1; l <= 5; l++) assert_true(abs(count[l] - n / 5) < 5 * 57);  // ~5 sigma
+    const double w[5] = {0, 0, 1, 0, 3};
+    memset(count, 0, sizeof count);
+    for (int i = 0; i < n; i++) {
+        Task t;
+        world_train_task_mix(5, i, w, &t);
+        count[t.level]++;
+    }
+    printf("  weights 0,0,1,0,3: %d %d %d %d %d\n", count[1], count[2], count[3], count[4],
+           count[5]);
+    assert_int_equal(count[1] + count[2] + count[4], 0);
+    assert_true(fabs(count[5] / (double)n - 0.75) < 0.02);
+}
+
+static void test_world_benchmarks(void **state) {
+    assert_int_equal(world_num_benchmarks(), 5);
+    const int sizes[5] = {500, 30, 80, 100, 100};
+    for (int b = 0; b < 5; b++) {
+        assert_int_equal(world_benchmark_size(b), sizes[b]);
+        assert_int_equal(world_benchmark_find(world_benchmark_name(b)), b);
+        printf("  %-11s %3d  %s\n", world_benchmark_name(b), world_benchmark_size(b),
+               world_benchmark_description(b));
+        int level_count[6] = {0};
+        HashSet seen = hs_new(2048);
+        for (int j = 0; j < sizes[b]; j++) {
+            Task t;
+            world_benchmark_task(1234, b, j, &t);
+            assert_int_equal(t.index, j);
+            assert_int_equal(world_split_of(t.question), SPLIT_EVAL);
+            assert_false(hs_has(&seen, t.hash));  // no duplicates inside a benchmark
+            hs_add(&seen, t.hash);
+            int64_t v;
+            assert_int_equal(world_eval(t.question, &v), 0);
+            assert_true(v == t.answer);
+            assert_true(t.answer <= WORLD_MAX_ABS_VALUE && t.answer >= -WORLD_MAX_ABS_VALUE);
+            level_count[t.level]++;
+            TaskStats st;
+            world_task_stats(t.question, &st);
+            if (b == 3) assert_true(st.n_ops >= 6);           // longer than any level
+            if (b == 4) assert_true(st.max_operand >= 100);   // larger than any level
+        }
+        free(seen.slot);
+        switch (b) {
+        case 0: for (int l = 1; l <= 5; l++) assert_int_equal(level_count[l], 100); break;
+        case 1: assert_int_equal(level_count[5], 30); break;
+        case 2: assert_int_equal(level_count[3], 40); assert_int_equal(level_count[4], 40); break;
+        default: assert_int_equal(level_count[WORLD_LEVEL_OOD], sizes[b]); break;
+        }
+    }
+    Task all[500], one;
+    world_benchmark_tasks(1234, 0, all);
+    world_benchmark_task(1234, 0, 321, &one);
+    assert_string_equal(all[321].question, one.question);
+    assert_int_equal(world_benchmark_size(5), -1);
+    assert_null(world_benchmark_name(-1));
+    assert_int_equal(world_benchmark_find("math500"), -1);
+}
+
+static void test_world_no_leak(void **state) {
+    // every benchmark question (two benchmark seeds) against the first 200000 training
+    // tasks and the first 20000 corpus documents' questions (two seeds)
+    HashSet bench = hs_new(1 << 13);
+    int n_bench = 0;
+    const uint64_t bseeds[2] = {1234, 1};
+    for (int s = 0; s < 2; s++)
+        for (int b = 0; b < world_num_benchmarks(); b++)
+            for (int j = 0; j < world_benchmark_size(b); j++) {
+                Task t;
+                world_benchmark_task(bseeds[s], b, j, &t);
+                hs_add(&bench, t.hash);
+                n_bench++;
+            }
+    double t0 = wall_time();
+    int leaks = 0;
+    for (int i = 0; i < 200000; i++) {
+        Task t;
+        world_train_task(i < 100000 ? 1234 : 77, i, &t);
+        leaks += hs_has(&bench, t.hash);
+    }
+    CorpusParams cp = corpus_params_default();
+    for (int i = 0; i < 20000; i++) {
+        Task t;
+        corpus_task(&cp, i < 10000 ? 1234 : 5, i, &t);
+        leaks += hs_has(&bench, t.hash);
+    }
+    printf("  %d benchmark questions vs 200000 training + 20000 corpus tasks: %d shared "
+           "(%.2f s)\n", n_bench, leaks, wall_time() - t0);
+    assert_int_equal(leaks, 0);
+    free(bench.slot);
+}
+
+// ---------------------------------------------------------------- verifier
+
+typedef struct {
+    Template t;
+    const char *response;
+    int stopped;
+    int64_t truth;
+    int reward, format_ok, correct, has_answer;
+    int64_t answer;
+} VCase;
+
+static void test_verifier_table(void **state) {
+    const Template R = TEMPLATE_R1, B = TEMPLATE_BOXED, N = TEMPLATE_NONE;
+    const VCase cases[] = {
+        // r1: right, wrong, formats
+        {R, " 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 11, 1, 1, 1, 1, 11},
+        {R, " 4*2=8. 3+8=12. </think> <answer> 12 </answer>", 1, 11, 0, 1, 0, 1, 12},
+        {R, " x </think><answer>11</answer>", 1, 11, 1, 1, 1, 1, 11},        // no spaces needed
+        {R, " x </think>\n <answer>11</answer> \n", 1, 11, 1, 1, 1, 1, 11},  // whitespace
+        {R, " 3+8=11.\nanswer: 11", 1, 11, 0, 0, 1, 1, 11},                  // plain ending
+        {R, " 3+8=11.\n\\boxed{11}", 1, 11, 0, 0, 1, 1, 11},                 // boxed ending
+        {R, " 3+8=11. </think> answer: 11", 1, 11, 0, 0, 1, 1, 11},          // no <answer> tag
+        {R, " 3+8=11. <answer> 11 </answer>", 1, 11, 0, 0, 1, 1, 11},        // no </think>
+        {R, " 3+8=11. </think> <answer> 11", 1, 11, 0, 0, 0, 0, 0},          // unclosed answer
+        {R, " 3+8=11. </think> 11 <answer> 11 </answer>", 1, 11, 0, 0, 1, 1, 11},  // junk first
+        {R, " 3+8=11. </think> <answer> </answer>", 1, 11, 0, 0, 0, 0, 0},   // empty answer
+        {R, " 3+8=11. </think> <answer> eleven </answer>", 1, 11, 0, 0, 0, 0, 0},
+        {R, " 3+8=11.", 1, 11, 0, 0, 0, 0, 0},                               // no answer at all
+        // truncated: reward 0 even when the answer is right
+        {R, " 3+8=11. </think> <answer> 11 </answer>", 0, 11, 0, 1, 1, 1, 11},
+        {R, " 3+8=11. check 3+8=11 no. redo", 0, 11, 0, 0, 0, 0, 0},
+        // tricky numerals
+        {R, " </think> <answer>+11</answer>", 1, 11, 1, 1, 1, 1, 11},
+        {R, " </think> <answer> 011 </answer>", 1, 11, 1, 1, 1, 1, 11},
+        {R, " </think> <answer> 0009 </answer>", 1, 9, 1, 1, 1, 1, 9},
+        {R, " </think> <answer> -0 </answer>", 1, 0, 1, 1, 1, 1, 0},
+        {R, " </think> <answer> 0 </answer>", 1, 0, 1, 1, 1, 1, 0},
+        {R, " </think> <answer> -3 </answer>", 1, -3, 1, 1, 1, 1, -3},
+        {R, " </think> <answer> - 3 </answer>", 1, -3, 1, 1, 1, 1, -3},      // "- 3" is -3
+        {R, " </think> <answer> 3 </answer>", 1, -3, 0, 1, 0, 1, 3},         // sign matters
+        {R, " </think> <answer> 11. </answer>", 1, 11, 1, 1, 1, 1, 11},      // sentence period
+        {R, " </think> <answer> 11.0 </answer>", 1, 11, 1, 1, 1, 1, 11},
+        {R, " </think> <answer> 11.5 </answer>", 1, 11, 0, 0, 0, 0, 0},      // not an integer
+        {R, " </think> <answer> 1,1 </answer>", 1, 11, 0, 0, 0, 0, 0},
+        {R, " </think> <answer> --3 </answer>", 1, -3, 0, 0, 0, 0, 0},
+        {R, " </think> <answer> 1234567890123456789 </answer>", 1, 11, 0, 0, 0, 0, 0},
+        // multiple answers: r1 takes the first block after </think>, and more text breaks the
+        // format
+        {R, " </think> <answer> 9 10 </answer>", 1, 9, 0, 0, 0, 0, 0},
+        {R, " </think> <answer> 11 </answer> <answer> 12 </answer>", 1, 11, 0, 0, 1, 1, 11},
+        {R, " </think> <answer> 12 </answer> <answer> 11 </answer>", 1, 11, 0, 0, 0, 1, 12},
+        {R, " </think> <answer> 11 </answer> done", 1, 11, 0, 0, 1, 1, 11},
+        // boxed: the last box counts
+        {B, "4*2=8. 3+8=11.\n\\boxed{11}", 1, 11, 1, 1, 1, 1, 11},
+        {B, "\\boxed{ +011 }", 1, 11, 1, 1, 1, 1, 11},
+        {B, "\\boxed{12} no, \\boxed{11}", 1, 11, 1, 1, 1, 1, 11},
+        {B, "\\boxed{11} no, \\boxed{12}", 1, 11, 0, 1, 0, 1, 12},
+        {B, "\\boxed{11", 1, 11, 0, 0, 0, 0, 0},
+        {B, "3+8=11.\nanswer: 11", 1, 11, 0, 0, 1, 1, 11},
+        {B, "\\boxed{11}", 0, 11, 0, 1, 1, 1, 11},
+        // none: the last line is "answer: N"; the last "answer:" counts
+        {N, "4*2=8. 3+8=11.\nanswer: 11", 1, 11, 1, 1, 1, 1, 11},
+        {N, "4*2=8. 3+8=11.\nanswer: 11\n", 1, 11, 1, 1, 1, 1, 11},
+        {N, "answer: 12\nanswer: 11", 1, 11, 1, 1, 1, 1, 11},
+        {N, "answer: 11\nanswer: 12", 1, 11, 0, 1, 0, 1, 12},
+        {N, "answer: 11\nmore text", 1, 11, 0, 0, 1, 1, 11},
+        {N, "answer:-0", 1, 0, 1, 1, 1, 1, 0},
+        {N, "3+8=11.", 1, 11, 0, 0, 0, 0, 0},
+        {N, "3+8=11.\n\\boxed{11}", 1, 11, 0, 0, 1, 1, 11},
+    };
+    Task task;
+    memset(&task, 0, sizeof task);
+    strcpy(task.question, "3+4*2");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const VCase *c = &cases[i];
+        task.answer = c->truth;
+        Verdict v;
+        verify_response(c->t, &task, c->response, c->stopped, &v);
+        if (v.reward != c->reward || v.format_ok != c->format_ok || v.correct != c->correct ||
+            v.has_answer != c->has_answer || (v.has_answer && v.answer != c->answer)) {
+            printf("  case %zu (%s) '%s': got reward %d format %d correct %d has %d answer %lld\n",
+                   i, template_name(c->t), c->response, v.reward, v.format_ok, v.correct,
+                   v.has_answer, (long long)v.answer);
+            fail();
+        }
+        assert_int_equal(v.truncated, !c->stopped);
+    }
+    printf("  %zu verifier cases pass\n", sizeof cases / sizeof cases[0]);
+    // numerals alone
+    int64_t x;
+    assert_int_equal(template_parse_numeral(" 9 ", 3, &x), 0);
+    assert_true(x == 9);
+    assert_int_equal(template_parse_numeral("", 0, &x), -1);
+    assert_int_equal(template_parse_numeral("-", 1, &x), -1);
+    assert_int_equal(template_parse_numeral(".5", 2, &x), -1);
+    assert_int_equal(template_parse_numeral("000000000000000000000007", 24, &x), 0);
+    assert_true(x == 7);
+}
+
+static void test_templates(void **state) {
+    const Tokenizer *tk = tokenizer_default();
+    Template t;
+    assert_int_equal(template_parse("r1", &t), 0);
+    assert_int_equal(t, TEMPLATE_R1);
+    assert_int_equal(template_parse("boxed", &t), 0);
+    assert_int_equal(template_parse("none", &t), 0);
+    assert_int_equal(t, TEMPLATE_NONE);
+    assert_int_equal(template_parse("R1x", &t), -1);
+    for (int i = 0; i < TEMPLATE_COUNT; i++) {
+        assert_int_equal(template_parse(template_name((Template)i), &t), 0);
+        assert_int_equal(t, i);
+    }
+    Task task;
+    memset(&task, 0, sizeof task);
+    strcpy(task.question, "3+4*2");
+    char p[128];
+    assert_int_equal(template_prompt(TEMPLATE_R1, &task, p, sizeof p), 30);
+    assert_string_equal(p, "User: 3+4*2\nAssistant: <think>");
+    template_prompt(TEMPLATE_BOXED, &task, p, sizeof p);
+    assert_string_equal(p, "answer in \\boxed{}.\n3+4*2\n");
+    template_prompt(TEMPLATE_NONE, &task, p, sizeof p);
+    assert_string_equal(p, "3+4*2\n");
+    assert_int_equal(template_prompt(TEMPLATE_R1, &task, p, 10), -1);
+    assert_int_equal(template_stop_token(tk, TEMPLATE_R1), tok_id(tk, "</answer>"));
+    assert_int_equal(template_stop_token(tk, TEMPLATE_BOXED), -1);
+    assert_int_equal(template_stop_token(tk, TEMPLATE_NONE), -1);
+}
+
+typedef struct {
+    const char *response;
+    int64_t truth;
+    int self_checked, disagreement, recovered, looped, gave_up, n_checks, n_disagree;
+} BCase;
+
+static void test_behaviour_flags(void **state) {
+    const BCase cases[] = {
+        {" 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 11, 0, 0, 0, 0, 0, 0, 0},
+        {" 4*2=8. check 4*2=8 ok. 3+8=11. check 3+8=11 ok. </think> <answer> 11 </answer>", 11,
+         1, 0, 0, 0, 0, 2, 0},
+        // recover
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 11, 1, 1,
+         1, 0, 0, 1, 1},
+        // redo after a disagreement but a later silent error: not recovered
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=12. </think> <answer> 12 </answer>", 11, 1, 1,
+         0, 0, 0, 1, 1},
+        // loop: three disagreements on the same step, redo and restart
+        {" 4*2=9. check 4*2=9 no. redo 4*2=7. check 4*2=7 no. restart. 4*2=6. check 4*2=6 no. "
+         "3+6=9. </think> <answer> 9 </answer>", 11, 1, 1, 0, 1, 0, 3, 3},
+        // a loop cut by the budget
+        {" 4*2=9. check 4*2=9 no. redo 4*2=7. check 4*2=7 no. redo 4*2=10. check 4*2=10 no. redo",
+         11, 1, 1, 0, 1, 0, 3, 3},
+        // two disagreements on the same step only: not (yet) a loop
+        {" 4*2=9. check 4*2=9 no. redo 4*2=7. check 4*2=7 no. redo 4*2=8. 3+8=11. </think> "
+         "<answer> 11 </answer>", 11, 1, 1, 1, 0, 0, 2, 2},
+        // three disagreements on different steps, each recovered: not a loop
+        {" 2*3=7. check 2*3=7 no. redo 2*3=6. 4*5=21. check 4*5=21 no. redo 4*5=20. 6+20=27. "
+         "check 6+20=27 no. redo 6+20=26. </think> <answer> 26 </answer>", 26, 1, 1, 1, 0, 0, 3,
+         3},
+        // give up
+        {" 4*2=9. check 4*2=9 no. guess 14. </think> <answer> 14 </answer>", 11, 1, 1, 0, 0, 1,
+         1, 1},
+        // a missed error: checked, no disagreement
+        {" 4*2=9. check 4*2=9 ok. 3+9=12.\nanswer: 12", 11, 1, 0, 0, 0, 0, 1, 0},
+        // "guess" without a disagreement is not giving up
+        {" guess 11. </think> <answer> 11 </answer>", 11, 0, 0, 0, 0, 0, 0, 0},
+        // negative operands in parentheses
+        {" 2-5=-3. check 2-5=-3 ok. 10-(-3)=12. check 10-(-3)=12 no. redo 10-(-3)=13. "
+         "</think> <answer> 13 </answer>", 13, 1, 1, 1, 0, 0, 2, 1},
+    };
+    Task task;
+    memset(&task, 0, sizeof task);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const BCase *c = &cases[i];
+        task.answer = c->truth;
+        Verdict v;
+        verify_response(TEMPLATE_R1, &task, c->response, 1, &v);
+        if (v.self_checked != c->self_checked || v.disagreement != c->disagreement ||
+            v.recovered != c->recovered || v.looped != c->looped || v.gave_up != c->gave_up ||
+            v.n_checks != c->n_checks || v.n_disagreements != c->n_disagree) {
+            printf("  case %zu '%s': checked %d disagree %d recovered %d looped %d gave_up %d "
+                   "checks %d no %d\n", i, c->response, v.self_checked, v.disagreement,
+                   v.recovered, v.looped, v.gave_up, v.n_checks, v.n_disagreements);
+            fail();
+        }
+    }
+}
+
+// ---------------------------------------------------------------- corpus
+
+#define DOC_CAP 4096
+
+static void test_corpus_determinism_and_params(void **state) {
+    CorpusParams p = corpus_params_default();
+    char err[256];
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+    static char a[DOC_CAP], b[DOC_CAP];
+    int differ = 0;
+    for (int i = 0; i < 100; i++) {
+        DocInfo ia, ib;
+        int la = corpus_document(&p, 11, i, a, DOC_CAP, &ia);
+        int lb = corpus_document(&p, 11, i, b, DOC_CAP, &ib);
+        assert_true(la > 0 && la == lb);
+        assert_string_equal(a, b);
+        assert_memory_equal(&ia, &ib, sizeof ia);
+        corpus_document(&p, 12, i, b, DOC_CAP, NULL);
+        differ += strcmp(a, b) != 0;
+    }
+    assert_true(differ > 90);
+    // the task does not depend on the behaviour knobs
+    CorpusParams q = p;
+    q.p_check_step = 0.9;
+    q.p_error_by_level[4] = 0.5;
+    Task ta, tb;
+    corpus_task(&p, 11, 5, &ta);
+    corpus_task(&q, 11, 5, &tb);
+    assert_string_equal(ta.question, tb.question);
+    assert_int_equal(corpus_document(&p, 11, 0, a, 8, NULL), -1);  // too small a buffer
+    // bad knobs are named
+    q = p;
+    q.p_recover = 1.5;
+    assert_int_equal(corpus_params_validate(&q, err, sizeof err), -1);
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "p_recover"));
+    q = p;
+    q.p_template_r1 = 0.7;
+    q.p_template_boxed = 0.5;
+    assert_int_equal(corpus_params_validate(&q, err, sizeof err), -1);
+    q = p;
+    q.loop_continue_p = 1.0;
+    assert_int_equal(corpus_params_validate(&q, err, sizeof err), -1);
+    assert_non_null(strstr(err, "loop_continue_p"));
+    q = p;
+    for (int l = 0; l < 5; l++) q.level_weights[l] = 0;
+    assert_int_equal(corpus_params_validate(&q, err, sizeof err), -1);
+    q = p;
+    q.max_doc_tokens = 32;
+    assert_int_equal(corpus_params_validate(&q, err, sizeof err), -1);
+}
+
+// Documents fit the context, end with <eos>, start with the template's prompt, round-trip
+// through the tokenizer, and the verifier reads the same behaviour the generator wrote.
+static void test_corpus_documents(void **state) {
+    const Tokenizer *tk = tokenizer_default();
+    CorpusParams p = corpus_params_default();
+    const int n = 5000;
+    static char doc[DOC_CAP], prompt[256];
+    int n_loop = 0, n_loop_cut = 0, n_other_cut = 0, n_fit = 0, agree = 0, n_uncut = 0;
+    int looped_cut_seen = 0, retries = 0;
+    int max_prompt = 0, max_resp_nonloop = 0, over200 = 0;
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        int len = corpus_document(&p, 1234, i, doc, DOC_CAP, &in);
+        assert_true(len > 0 && (size_t)len == strlen(doc));
+        Task task;
+        corpus_task(&p, 1234, i, &task);
+        assert_int_equal(in.level, task.level);
+        // the prompt part is exactly the template's prompt
+        int pl = template_prompt(in.format, &task, prompt, sizeof prompt);
+        assert_int_equal(pl, in.prompt_chars);
+        assert_memory_equal(doc, prompt, (size_t)pl);
+        if (in.prompt_tokens > max_prompt) max_prompt = in.prompt_tokens;
+        if (i < 1000) {
+            // round trip (the <eos> decodes to nothing)
+            char *e = strstr(doc, "<eos>");
+            if (e) *e = '\0';
+            roundtrip(tk, doc);
+            if (e) *e = '<';
+        }
+        static int ids[8192];
+        char err[128];
+        int nt = tok_encode(tk, doc, ids, 8192, err, sizeof err);
+        assert_int_equal(nt, in.length_tokens);
+        assert_true(nt <= p.max_doc_tokens);
+        int ends_eos = len >= 5 && strcmp(doc + len - 5, "<eos>") == 0;
+        assert_int_equal(ends_eos, !in.truncated);
+        // <eos> only as the last token
+        const char *eos = strstr(doc, "<eos>");
+        if (eos) assert_true(eos == doc + len - 5);
+        retries += in.retries;
+        if (in.looped) {
+            n_loop++;
+            n_loop_cut += in.truncated;
+        } else {
+            n_other_cut += in.truncated;
+            n_fit += !in.truncated;
+            if (in.response_tokens > max_resp_nonloop) max_resp_nonloop = in.response_tokens;
+            over200 += in.response_tokens > 200;
+        }
+        // the verifier reads the behaviour the generator wrote
+        if (ends_eos) doc[len - 5] = '\0';
+        Verdict v;
+        verify_response(in.format, &task, doc + in.prompt_chars, !in.truncated, &v);
+        if (!in.truncated) {
+            n_uncut++;
+            int same = v.looped == in.looped && v.gave_up == in.gave_up &&
+                       v.recovered == in.recovered && v.n_checks == in.n_checks &&
+                       v.n_disagreements == in.n_disagree && v.correct == in.correct &&
+                       v.self_checked == in.self_checked && v.disagreement == in.disagreement;
+            agree += same;
+            if (!same && n_uncut - agree < 4) printf("  disagrees: %s\n", doc);
+            // the document's own format is followed unless it is an off-format r1 document
+            assert_int_equal(v.format_ok, !in.off_format);
+            assert_int_equal(v.reward, in.correct && !in.off_format);
+        } else {
+            assert_int_equal(v.reward, 0);
+            looped_cut_seen += v.looped;
+        }
+    }
+    printf("  %d documents: %.2f%% of non-looping ones fit the %d-token context (%d cut, %d "
+           "redrawn drafts), %d loops of which %d (%.0f%%) cut at the context (%d visibly "
+           "looped when cut)\n",
+           n, 100.0 * n_fit / (n - n_loop), p.max_doc_tokens, n_other_cut, retries, n_loop,
+           n_loop_cut, 100.0 * n_loop_cut / (n_loop ? n_loop : 1), looped_cut_seen);
+    printf("  longest prompt %d tokens; longest non-looping response %d tokens (%d over 200); "
+           "verifier agrees with the generator on %d/%d uncut documents\n",
+           max_prompt, max_resp_nonloop, over200, agree, n_uncut);
+    assert_true(n_fit >= 0.99 * (n - n_loop));
+    assert_int_equal(n_other_cut, 0);
+    assert_int_equal(agree, n_uncut);
+    assert_true(max_prompt <= 60);
+    assert_true(n_loop_cut > 0 && n_loop_cut < n_loop);  // loops sometimes run past the budget
+}
+
+// Behaviour frequencies over 5000 documents against the knobs, per level.
+static void test_corpus_frequencies(void **state) {
+    CorpusParams p = corpus_params_default();
+    const int n = 5000;
+    static char doc[DOC_CAP];
+    int fmt[TEMPLATE_COUNT] = {0}, off = 0, restated = 0;
+    double errs = 0, err_expect = 0, err_var = 0;
+    int steps[TEMPLATE_COUNT] = {0}, checks[TEMPLATE_COUNT] = {0};
+    int checked_wrong = 0, missed = 0, checked_right = 0, false_alarms = 0;
+    int branch[3] = {0}, loop_cycles = 0;
+    int lvl_n[6] = {0}, lvl_err[6] = {0}, lvl_correct[6] = {0};
+    int erred_checked = 0, erred_checked_ok = 0, erred_unchecked = 0, erred_unchecked_ok = 0;
+    int recovered = 0;
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        corpus_document(&p, 99, i, doc, DOC_CAP, &in);
+        fmt[in.format]++;
+        off += in.off_format;
+        restated += strstr(doc + in.prompt_chars, MARK_RESTATE) != NULL;
+        errs += in.n_errors;
+        err_expect += in.err_expect;
+        err_var += in.err_expect;  // upper bound of sum p(1-p)
+        steps[in.format] += in.n_steps;
+        checks[in.format] += in.n_step_checks;
+        checked_wrong += in.n_checked_wrong;
+        missed += in.n_missed;
+        checked_right += in.n_step_checks - in.n_checked_wrong;
+        false_alarms += in.n_false_alarms;
+        branch[0] += in.n_recover;
+        branch[1] += in.n_loop;
+        branch[2] += in.n_give_up;
+        loop_cycles += in.loop_cycles;
+        lvl_n[in.level]++;
+        lvl_err[in.level] += in.has_error;
+        lvl_correct[in.level] += in.correct;
+        if (in.recovered) {
+            recovered++;
+            assert_true(in.correct);  // recovered documents are correct
+        }
+        if (in.has_error) {
+            if (in.self_checked) erred_checked++, erred_checked_ok += in.correct;
+            else erred_unchecked++, erred_unchecked_ok += in.correct;
+        }
+        // a give-up is quick: the guess is the last item before the ending
+        if (in.gave_up && !in.truncated) assert_true(in.correct == 0);
+    }
+    double fr1 = fmt[TEMPLATE_R1] / (double)n, fbx = fmt[TEMPLATE_BOXED] / (double)n;
+    double offr = off / (double)fmt[TEMPLATE_R1];
+    printf("  formats: r1 %.3f (knob %.2f, off-format %.3f, knob %.2f), boxed %.3f (%.2f), "
+           "plain %.3f; restated %.3f (%.2f)\n", fr1, p.p_template_r1, offr, p.p_r1_off_format,
+           fbx, p.p_template_boxed, 1 - fr1 - fbx, restated / (double)n, p.p_restate);
+    assert_true(fabs(fr1 - p.p_template_r1) < 0.03);
+    assert_true(fabs(fbx - p.p_template_boxed) < 0.03);
+    assert_true(fabs(offr - p.p_r1_off_format) < 0.05);
+    assert_true(fabs(restated / (double)n - p.p_restate) < 0.03);
+    double sig = sqrt(err_var);
+    printf("  step errors: %.0f written wrong, %.1f expected from the knobs (sigma %.1f)\n",
+           errs, err_expect, sig);
+    assert_true(fabs(errs - err_expect) < 5 * sig);
+    double cr1 = checks[TEMPLATE_R1] / (double)steps[TEMPLATE_R1];
+    double cpl = (checks[TEMPLATE_BOXED] + checks[TEMPLATE_NONE]) /
+                 (double)(steps[TEMPLATE_BOXED] + steps[TEMPLATE_NONE]);
+    printf("  checks per step: r1 %.3f (knob %.2f), plain/boxed %.3f (knob %.2f); missed %.3f "
+           "(%.2f) of %d wrong steps checked, false alarms %.4f (%.2f)\n", cr1,
+           p.p_check_step_r1, cpl, p.p_check_step, missed / (double)checked_wrong,
+           p.p_check_miss, checked_wrong, false_alarms / (double)checked_right, p.p_false_alarm);
+    assert_true(fabs(cr1 - p.p_check_step_r1) < 0.03);
+    assert_true(fabs(cpl - p.p_check_step) < 0.03);
+    assert_true(fabs(missed / (double)checked_wrong - p.p_check_miss) < 0.06);
+    assert_true(fabs(false_alarms / (double)checked_right - p.p_false_alarm) < 0.01);
+    int nb = branch[0] + branch[1] + branch[2];
+    double wsum = p.p_recover + p.p_loop + p.p_give_up;
+    double mean_cycles = loop_cycles / (double)(branch[1] ? branch[1] : 1);
+    double want_cycles = LOOP_MIN_DISAGREE - 1 + p.loop_continue_p / (1 - p.loop_continue_p);
+    printf("  after %d disagreements: recover %.3f (%.2f) loop %.3f (%.2f) give up %.3f (%.2f); "
+           "loop cycles %.2f (%.2f)\n", nb, branch[0] / (double)nb, p.p_recover / wsum,
+           branch[1] / (double)nb, p.p_loop / wsum, branch[2] / (double)nb, p.p_give_up / wsum,
+           mean_cycles, want_cycles);
+    assert_true(nb > 300);
+    assert_true(fabs(branch[0] / (double)nb - p.p_recover / wsum) < 0.06);
+    assert_true(fabs(branch[1] / (double)nb - p.p_loop / wsum) < 0.06);
+    assert_true(fabs(branch[2] / (double)nb - p.p_give_up / wsum) < 0.05);
+    assert_true(fabs(mean_cycles - want_cycles) < 0.6);
+    printf("  level:       ");
+    for (int l = 1; l <= 5; l++) printf("  L%d  ", l);
+    printf("\n  with errors: ");
+    for (int l = 1; l <= 5; l++) printf(" %.3f", lvl_err[l] / (double)lvl_n[l]);
+    printf("\n  correct:     ");
+    for (int l = 1; l <= 5; l++) printf(" %.3f", lvl_correct[l] / (double)lvl_n[l]);
+    printf("\n");
+    for (int l = 2; l <= 5; l++) {
+        assert_true(lvl_err[l] / (double)lvl_n[l] > lvl_err[l - 1] / (double)lvl_n[l - 1]);
+        assert_true(lvl_correct[l] / (double)lvl_n[l] < lvl_correct[l - 1] / (double)lvl_n[l - 1]);
+    }
+    assert_true(lvl_correct[5] / (double)lvl_n[5] < 0.6);  // level 5 often fails
+    // checking pays
+    double pc = erred_checked_ok / (double)erred_checked;
+    double pu = erred_unchecked_ok / (double)erred_unchecked;
+    printf("  P(correct | erred, self-checked) = %.3f (%d)  >  P(correct | erred, unchecked) = "
+           "%.3f (%d); %d recovered documents, all correct\n", pc, erred_checked, pu,
+           erred_unchecked, recovered);
+    assert_true(pc > pu + 0.1);
+}
+
+// Checking pays also when the level is held fixed and only the check rate changes.
+static void test_corpus_checking_pays(void **state) {
+    static char doc[DOC_CAP];
+    printf("  level  correct(check 0)  correct(check 0.6)  correct(check 1)\n");
+    for (int level = 2; level <= 5; level++) {
+        double acc[3];
+        const double rate[3] = {0, 0.6, 1.0};
+        for (int k = 0; k < 3; k++) {
+            CorpusParams p = corpus_params_default();
+            for (int l = 0; l < 5; l++) p.level_weights[l] = l == level - 1;
+            p.p_check_step = p.p_check_step_r1 = rate[k];
+            int ok = 0;
+            const int n = 2000;
+            for (int i = 0; i < n; i++) {
+                DocInfo in;
+                corpus_document(&p, 3, i, doc, DOC_CAP, &in);
+                ok += in.correct;
+            }
+            acc[k] = ok / (double)n;
+        }
+        printf("  %d      %.3f             %.3f               %.3f\n", level, acc[0], acc[1],
+               acc[2]);
+        assert_true(acc[1] > acc[0] && acc[2] > acc[0]);
+    }
+}
+
+static void print_samples(void) {
+    const char *env = getenv("WORLD_SAMPLES");
+    if (!env) return;
+    int n = atoi(env);
+    static char doc[DOC_CAP];
+    for (int level = 1; level <= 5; level++) {
+        CorpusParams p = corpus_params_default();
+        for (int l = 0; l < 5; l++) p.level_weights[l] = l == level - 1;
+        for (int i = 0; i < n; i++) {
+            DocInfo in;
+            corpus_document(&p, 1, i, doc, DOC_CAP, &in);
+            printf("--- level %d doc %d: %s%s, %d tokens, errors %d checks %d no %d recover %d "
+                   "loop %d give-up %d%s, %s\n%s\n", level, i, template_name(in.format),
+                   in.off_format ? " (off-format)" : "", in.length_tokens, in.n_errors,
+                   in.n_checks, in.n_disagree, in.n_recover, in.n_loop, in.n_give_up,
+                   in.truncated ? ", CUT" : "", in.correct ? "correct" : "wrong", doc);
+        }
+    }
+}
+
+int main(void) {
+    print_samples();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokenizer_vocab),
+        cmocka_unit_test(test_tokenizer_encode_errors),
+        cmocka_unit_test(test_tokenizer_roundtrip_templates),
+        cmocka_unit_test(test_world_determinism),
+        cmocka_unit_test(test_world_levels),
+        cmocka_unit_test(test_world_train_mix),
+        cmocka_unit_test(test_world_benchmarks),
+        cmocka_unit_test(test_world_no_leak),
+        cmocka_unit_test(test_templates),
+        cmocka_unit_test(test_verifier_table),
+        cmocka_unit_test(test_behaviour_flags),
+        cmocka_unit_test(test_corpus_determinism_and_params),
+        cmocka_unit_test(test_corpus_documents),
+        cmocka_unit_test(test_corpus_frequencies),
+        cmocka_unit_test(test_corpus_checking_pays),
+    };
+    return cmocka_run_group_tests_name("world", tests, NULL, NULL);
+}
