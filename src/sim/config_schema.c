@@ -46,7 +46,7 @@ const CfgKey CONFIG_SCHEMA[] = {
      "prompt template and answer format the verifier requires"},
     {"world", "seed", CFG_INT, "2025", 0, MAX_SEED, NULL,
      "seed of the evaluation benchmarks (fixed, so every run is scored on the same questions)"},
-    {"world", "max_new_tokens", CFG_INT, "160", 1, 65536, NULL,
+    {"world", "max_new_tokens", CFG_INT, "200", 1, 65536, NULL,
      "response budget in tokens; a response without a stop within it is truncated (reward 0)"},
     // [pretrain]: `grpolab pretrain`, next-token cross-entropy on the corpus
     {"pretrain", "steps", CFG_INT, "3000", 1, 100000000, NULL, "optimizer steps"},
@@ -116,6 +116,29 @@ const CfgKey CONFIG_SCHEMA[] = {
      "KL coefficient (k3 estimator against the frozen initial model); 0 = no KL term"},
     {"objective", "dynamic_sampling", CFG_BOOL, "false", NO_RANGE, NULL,
      "DAPO dynamic sampling: drop groups whose rewards are all equal"},
+    // [train]: `grpolab train`, RL on the task world (train.h; objective in [objective])
+    {"train", "init", CFG_STRING, "data/models/base.h5", NO_RANGE, NULL,
+     "checkpoint the policy starts from (and the reference model when objective.beta > 0)"},
+    {"train", "steps", CFG_INT, "100", 1, 100000000, NULL, "RL steps (one rollout batch each)"},
+    {"train", "prompts_per_step", CFG_INT, "16", 1, 65536, NULL, "P: training questions per step"},
+    {"train", "group_size", CFG_INT, "8", 2, 65536, NULL,
+     "G: responses sampled per question (>= 2: the baseline is a group mean)"},
+    {"train", "minibatch_size", CFG_INT, "32", 1, 1048576, NULL,
+     "M: responses per optimizer step; must divide prompts_per_step * group_size"},
+    {"train", "ppo_epochs", CFG_INT, "1", 1, 1000, NULL, "mu: passes over each rollout batch"},
+    {"train", "temperature", CFG_FLOAT, "1", 1e-3, 100, NULL, "sampling temperature of the rollouts"},
+    {"train", "top_p", CFG_FLOAT, "1", 1e-6, 1, NULL, "nucleus sampling mass of the rollouts"},
+    {"train", "eval_every", CFG_INT, "0", 0, 100000000, NULL,
+     "greedy benchmark evaluation at step 0, every K steps and at the end; 0 = never"},
+    {"train", "checkpoint_every", CFG_INT, "10", 0, 100000000, NULL,
+     "steps between checkpoints <out>.ckpt.h5 (with optimizer state; also at the end); 0 = end only"},
+    {"train", "bias_diagnostic", CFG_BOOL, "true", NO_RANGE, NULL,
+     "log the cosine of the first minibatch's gradient with the unbiased policy gradient (one extra backward)"},
+    {"train", "weight_level1", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 1 in the training pool"},
+    {"train", "weight_level2", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 2 in the training pool"},
+    {"train", "weight_level3", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 3 in the training pool"},
+    {"train", "weight_level4", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 4 in the training pool"},
+    {"train", "weight_level5", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 5 in the training pool"},
 };
 
 const int CONFIG_SCHEMA_LEN = (int)(sizeof CONFIG_SCHEMA / sizeof CONFIG_SCHEMA[0]);

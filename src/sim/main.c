@@ -13,6 +13,7 @@
 #include "model.h"
 #include "pretrain.h"
 #include "setup.h"
+#include "train.h"
 
 typedef struct {
     const char *name;
@@ -386,10 +387,41 @@ static int cmd_eval(int argc, char **argv) {
     return rc;
 }
 
+// ---------------------------------------------------------------- train
+static const CliOption train_opts[] = {
+    {"config", "FILE", "config file (e.g. experiments/fig5/grpo.ini)"},
+    {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
+    {"out", "FILE", "HDF5 run log to write (default: run.out, else data/runs/train.h5); "
+                    "checkpoints go to FILE.ckpt.h5"},
+    {"resume", NULL, "continue from FILE.ckpt.h5, truncating the log to the steps before it"},
+    {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
+};
+static const CliSpec train_spec = {
+    "train",
+    "RL on the task world with the [objective] (GRPO, Dr. GRPO, DAPO, RLOO): P prompts x G\n"
+    "responses per step, PPO-clip minibatch updates; a progress line per step, an HDF5 run log\n"
+    "(/train, /questions, /responses, /tokens, /eval) and checkpoints for --resume.",
+    "--config FILE [--set SECTION.KEY=VALUE]... [--out FILE.h5] [--resume] [--backend NAME]",
+    train_opts, 5, 0, NULL};
+
+static int cmd_train(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&train_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    Config *c = cli_load_config(cli_get(&train_spec, &a, "config"), &a);
+    if (!c) return 2;
+    const char *out = cli_get(&train_spec, &a, "out");
+    if (!out) out = *config_str(c, "run.out") ? config_str(c, "run.out") : "data/runs/train.h5";
+    rc = train_run(c, cli_get(&train_spec, &a, "backend"), out, cli_flag(&train_spec, &a, "resume"), NULL);
+    config_free(c);
+    return rc;
+}
+
 // ---------------------------------------------------------------- table
 static const Command commands[] = {
     {"config", "print a resolved config (--print FILE) or every config key (--keys)", cmd_config},
     {"pretrain", "train the base model on the world's corpus", cmd_pretrain},
+    {"train", "RL training with an objective (GRPO, Dr. GRPO, DAPO, RLOO) and an HDF5 run log", cmd_train},
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},

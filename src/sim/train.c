@@ -1,0 +1,722 @@
+// train.c: `grpolab train` (train.h): rollouts, advantages, PPO-clip minibatch updates and the
+// HDF5 run log. Every formula of the objectives is in objective.h; this file only calls them.
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../common.h"
+#include "../kernels/philox.h"
+#include "checkpoint.h"
+#include "evaluate.h"
+#include "runlog.h"
+#include "sampler.h"
+#include "setup.h"
+#include "template.h"
+#include "tokenizer.h"
+#include "world.h"
+
+// ---------------------------------------------------------------- the update
+
+// Packs the minibatch idx[0..n) into right-padded (prompt + response) sequences: inputs are
+// the sequence without its last token, the target at position t is token t+1, and only the
+// response tokens are targets. tokens, targets (n, T), lengths (n). Returns T.
+static int pack_minibatch(const Rollout *r, const int *idx, int n, int *tokens, int *targets,
+                          int *lengths) {
+    int T = 1;
+    for (int k = 0; k < n; k++) {
+        int i = idx[k], len = r->prompt_len[i] + r->resp_len[i] - 1;
+        if (len > T) T = len;
+    }
+    for (int k = 0; k < n; k++) {
+        int i = idx[k], pl = r->prompt_len[i], rl = r->resp_len[i];
+        int *tok = tokens + (size_t)k * T, *tgt = targets + (size_t)k * T;
+        lengths[k] = pl + rl - 1;
+        for (int t = 0; t < T; t++) {
+            int next = t + 1;  // position of the target token in prompt + response
+            tok[t] = t < pl ? r->prompt[i][t] : t < pl + rl ? r->resp[i][t - pl] : TOK_PAD;
+            tgt[t] = next >= pl && next < pl + rl ? r->resp[i][next - pl] : -1;
+        }
+    }
+    return T;
+}
+
+// Forward of m over the minibatch; host copies of logp (and entropy, if not NULL) (n, T).
+static int minibatch_forward(Model *m, const Rollout *r, const int *idx, int n, float **logp,
+                             float **entropy) {
+    int cap = 1;
+    for (int k = 0; k < n; k++) {
+        int len = r->prompt_len[idx[k]] + r->resp_len[idx[k]] - 1;
+        if (len > cap) cap = len;
+    }
+    int *tokens = xmalloc((size_t)n * cap * sizeof(int)), *targets = xmalloc((size_t)n * cap * sizeof(int));
+    int *lengths = xmalloc((size_t)n * sizeof(int));
+    int T = pack_minibatch(r, idx, n, tokens, targets, lengths);
+    model_forward(m, tokens, targets, lengths, n, T);
+    Backend *bk = model_backend(m);
+    *logp = xmalloc((size_t)n * T * sizeof(float));
+    bk_download(bk, *logp, model_logp(m), (size_t)n * T * sizeof(float));
+    if (entropy) {
+        *entropy = xmalloc((size_t)n * T * sizeof(float));
+        bk_download(bk, *entropy, model_entropy(m), (size_t)n * T * sizeof(float));
+    }
+    free(tokens);
+    free(targets);
+    free(lengths);
+    return T;
+}
+
+// Position in the (n, T) layout of response token t of minibatch row k (response i): the
+// target of input position prompt_len - 1 + t.
+static size_t token_pos(const Rollout *r, int i, int k, int T, int t) {
+    return (size_t)k * T + (size_t)(r->prompt_len[i] - 1 + t);
+}
+
+void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n) {
+    for (int pass = 0; pass < (ref ? 2 : 1); pass++) {
+        float *logp;
+        int T = minibatch_forward(pass ? ref : m, r, idx, n, &logp, NULL);
+        float *dst = pass ? r->logp_ref : r->logp_old;
+        for (int k = 0; k < n; k++) {
+            int i = idx[k];
+            for (int t = 0; t < r->resp_len[i]; t++) dst[r->tok_offset[i] + t] = logp[token_pos(r, i, k, T, t)];
+        }
+        free(logp);
+    }
+}
+
+// Backward of dL/dlogp = -w (host, (n, T)) through the last forward.
+static void backward_weights(Model *m, const float *w_host, int n, int T) {
+    Backend *bk = model_backend(m);
+    size_t NT = (size_t)n * T;
+    float *dlogp = xmalloc(NT * sizeof(float));
+    for (size_t j = 0; j < NT; j++) dlogp[j] = -w_host[j];
+    float *d_dlogp = bk_alloc(bk, NT * sizeof(float));
+    bk_upload(bk, d_dlogp, dlogp, NT * sizeof(float));
+    model_backward(m, d_dlogp, NULL);
+    bk_free(bk, d_dlogp);
+    free(dlogp);
+}
+
+double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
+                                const int *idx, int n, float *weights, const float *unbiased_adv,
+                                MinibatchStats *st) {
+    float *logp, *entropy;
+    int T = minibatch_forward(m, r, idx, n, &logp, &entropy);
+    size_t NT = (size_t)n * T;
+    float *w = xcalloc(NT, sizeof(float));
+    double sum_len = 0;
+    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
+    MinibatchStats s = {0};
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        float A = r->advantage[i];
+        float c = aggregation_coef(oc->aggregation, n, r->resp_len[i], sum_len, oc->l_max);
+        for (int t = 0; t < r->resp_len[i]; t++) {
+            size_t p = token_pos(r, i, k, T, t);
+            int o = r->tok_offset[i] + t;
+            float lp = logp[p], lp_old = r->logp_old[o], lp_ref = r->logp_ref ? r->logp_ref[o] : lp;
+            w[p] = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
+            if (weights) weights[o] = w[p];
+            s.loss += (double)c * ppo_token_loss(A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
+            float ratio = expf(lp - lp_old);
+            if (ppo_clipped(A, ratio, oc->eps_low, oc->eps_high)) {
+                if (A < 0) s.clipped_low++;
+                else s.clipped_high++;
+            }
+            // KL_k3 of objective.h: the per-token loss at A = 0 and beta = 1 is exactly it
+            if (oc->beta != 0.0f) s.kl_sum += ppo_token_loss(0.0f, lp, lp_old, lp_ref, 0, 0, 1.0f);
+            s.entropy_sum += entropy[p];
+            s.tokens++;
+        }
+    }
+    backward_weights(m, w, n, T);
+    double cosine = NAN;
+    if (unbiased_adv) {
+        // the unbiased policy gradient: weight (r_i - mean of the group) on every token
+        size_t np = model_num_params(m);
+        Backend *bk = model_backend(m);
+        float *g_obj = xmalloc(np * sizeof(float)), *g_unb = xmalloc(np * sizeof(float));
+        bk_download(bk, g_obj, model_grads(m), np * sizeof(float));
+        memset(w, 0, NT * sizeof(float));
+        for (int k = 0; k < n; k++) {
+            int i = idx[k];
+            for (int t = 0; t < r->resp_len[i]; t++) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
+        }
+        model_zero_grad(m);
+        backward_weights(m, w, n, T);
+        bk_download(bk, g_unb, model_grads(m), np * sizeof(float));
+        bk_upload(bk, model_grads(m), g_obj, np * sizeof(float));
+        double dot = 0, na = 0, nb = 0;
+        for (size_t j = 0; j < np; j++) {
+            dot += (double)g_obj[j] * g_unb[j];
+            na += (double)g_obj[j] * g_obj[j];
+            nb += (double)g_unb[j] * g_unb[j];
+        }
+        cosine = na > 0 && nb > 0 ? dot / sqrt(na * nb) : NAN;
+        free(g_obj);
+        free(g_unb);
+    }
+    if (st) *st = s;
+    free(w);
+    free(logp);
+    free(entropy);
+    return cosine;
+}
+
+// ---------------------------------------------------------------- settings
+typedef struct {
+    const char *init;
+    int steps, P, G, M, epochs, eval_every, checkpoint_every, bias_diagnostic;
+    float temperature, top_p;
+    double level_weights[WORLD_NUM_LEVELS];
+    Template template_kind;
+    int max_new;
+    uint64_t seed;
+} TrainSettings;
+
+static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char *err,
+                          size_t errlen) {
+    s->init = config_str(c, "train.init");
+    s->steps = (int)config_int(c, "train.steps");
+    s->P = (int)config_int(c, "train.prompts_per_step");
+    s->G = (int)config_int(c, "train.group_size");
+    s->M = (int)config_int(c, "train.minibatch_size");
+    s->epochs = (int)config_int(c, "train.ppo_epochs");
+    s->eval_every = (int)config_int(c, "train.eval_every");
+    s->checkpoint_every = (int)config_int(c, "train.checkpoint_every");
+    s->bias_diagnostic = config_bool(c, "train.bias_diagnostic");
+    s->temperature = (float)config_float(c, "train.temperature");
+    s->top_p = (float)config_float(c, "train.top_p");
+    s->max_new = (int)config_int(c, "world.max_new_tokens");
+    s->seed = (uint64_t)config_int(c, "run.seed");
+    double wsum = 0;
+    for (int l = 0; l < WORLD_NUM_LEVELS; l++) {
+        char key[64];
+        snprintf(key, sizeof key, "train.weight_level%d", l + 1);
+        s->level_weights[l] = config_float(c, key);
+        wsum += s->level_weights[l];
+    }
+    if (s->G < 2)
+        return set_err(err, errlen, "train.group_size = %d: a group needs at least 2 responses "
+                       "(the baseline is a mean over the group)", s->G);
+    if (s->M < 1 || (s->P * s->G) % s->M != 0)
+        return set_err(err, errlen, "train.minibatch_size = %d: must divide prompts_per_step * "
+                       "group_size = %d * %d = %d", s->M, s->P, s->G, s->P * s->G);
+    if (!(s->temperature > 0))
+        return set_err(err, errlen, "train.temperature = %g: must be > 0 (the policy is sampled)",
+                       s->temperature);
+    if (!(s->top_p > 0 && s->top_p <= 1))
+        return set_err(err, errlen, "train.top_p = %g: must be in (0, 1]", s->top_p);
+    if (!(wsum > 0))
+        return set_err(err, errlen, "train.weight_level1..5 are all 0: at least one level needs "
+                       "a positive weight");
+    const char *tn = config_str(c, "world.template");
+    if (template_parse(tn, &s->template_kind) != 0)
+        return set_err(err, errlen, "world.template = '%s': not one of r1|boxed|none", tn);
+    return objective_from_config(c, s->max_new, oc, err, errlen);
+}
+
+// ---------------------------------------------------------------- the log's tables
+static const ColumnSpec TRAIN_COLS[] = {
+    {"step", COL_I32, "RL step (0-based)"},
+    {"reward_mean", COL_F64, "mean reward of the step's P*G responses"},
+    {"length_mean", COL_F64, "mean response length, generated tokens (stop token included)"},
+    {"length_correct", COL_F64, "mean length of responses with reward 1 (NaN if none)"},
+    {"length_incorrect", COL_F64, "mean length of responses with reward 0 (NaN if none)"},
+    {"truncation_rate", COL_F64, "share of responses cut by the budget (no stop)"},
+    {"loop_rate", COL_F64, "share of responses flagged looped"},
+    {"disagreement_rate", COL_F64, "share of responses with a visibly disagreeing check"},
+    {"selfcheck_rate", COL_F64, "share of responses with at least one check"},
+    {"loss", COL_F64, "objective L of a minibatch, mean over the step's minibatch updates"},
+    {"grad_norm", COL_F64, "global grad norm before clipping, mean over the minibatch updates"},
+    {"clip_frac_low", COL_F64, "share of updated tokens with A < 0 and rho < 1 - eps_low (all epochs)"},
+    {"clip_frac_high", COL_F64, "share of updated tokens with A > 0 and rho > 1 + eps_high (all epochs)"},
+    {"kl", COL_F64, "mean k3 KL to the reference model per updated token (0 if beta = 0)"},
+    {"entropy", COL_F64, "mean policy entropy per updated token, nats"},
+    {"lr", COL_F64, "learning rate"},
+    {"tokens", COL_I64, "generated tokens of the step"},
+    {"rollout_seconds", COL_F64, "wall time of sampling and scoring, s"},
+    {"update_seconds", COL_F64, "wall time of the updates (old log-probs included), s"},
+    {"mixed_group_frac", COL_F64, "share of groups whose rewards are not all equal"},
+    {"bias_cosine", COL_F64, "cosine of the objective's first-minibatch gradient with the unbiased "
+                             "policy gradient on the same responses (NaN: not computed)"},
+};
+enum { N_TRAIN_COLS = sizeof TRAIN_COLS / sizeof TRAIN_COLS[0] };
+static const ColumnSpec QUESTION_COLS[] = {
+    {"step", COL_I32, "RL step"},
+    {"question_index", COL_I64, "index of the task in the training pool (step * P + p)"},
+    {"level", COL_I32, "difficulty level 1..5"},
+    {"group_size", COL_I32, "responses G"},
+    {"reward_mean", COL_F64, "mean reward of the group"},
+    {"reward_std", COL_F64, "std of the group's rewards (objective.std_ddof)"},
+    {"mean_abs_advantage", COL_F64, "mean |A_i| over the group"},
+    {"sum_abs_weight", COL_F64, "sum of |w| over the group's tokens (first-epoch weights)"},
+};
+enum { N_QUESTION_COLS = sizeof QUESTION_COLS / sizeof QUESTION_COLS[0] };
+static const ColumnSpec RESPONSE_COLS[] = {
+    {"step", COL_I32, "RL step"},
+    {"question_index", COL_I64, "index of the task in the training pool"},
+    {"level", COL_I32, "difficulty level 1..5"},
+    {"length", COL_I32, "generated tokens, the stop token included"},
+    {"reward", COL_I32, "verifier reward (0/1; 0 when truncated)"},
+    {"correct", COL_I32, "extracted answer equals the truth, format aside"},
+    {"truncated", COL_I32, "no stop within the budget"},
+    {"advantage", COL_F32, "A_i"},
+    {"self_checked", COL_I32, "at least one re-check of a step"},
+    {"disagreement", COL_I32, "a re-check visibly disagreed"},
+    {"looped", COL_I32, "repeated disagreeing re-checks of one step"},
+    {"gave_up", COL_I32, "a quick guess after a disagreement"},
+    {"token_offset", COL_I64, "row of the response's first token in /tokens"},
+};
+enum { N_RESPONSE_COLS = sizeof RESPONSE_COLS / sizeof RESPONSE_COLS[0] };
+static const ColumnSpec TOKEN_COLS[] = {
+    {"step", COL_I32, "RL step"},
+    {"weight", COL_F32, "token weight w = -dL/dlog pi of its first-epoch update (0: not updated)"},
+    {"logp_old", COL_F32, "log pi_old of the token, recomputed before the first update (NaN: response not updated)"},
+};
+enum { N_TOKEN_COLS = sizeof TOKEN_COLS / sizeof TOKEN_COLS[0] };
+static const ColumnSpec EVAL_COLS[] = {
+    {"step", COL_I32, "steps done before this greedy evaluation"},
+    {"bench", COL_I32, "benchmark index (root attribute benchmarks lists the names)"},
+    {"accuracy", COL_F64, "share of responses with reward 1"},
+    {"length_mean", COL_F64, "mean response length, generated tokens"},
+    {"length_correct", COL_F64, "mean length of correct responses (NaN if none)"},
+    {"length_incorrect", COL_F64, "mean length of incorrect responses (NaN if none)"},
+    {"n", COL_I32, "questions"},
+};
+enum { N_EVAL_COLS = sizeof EVAL_COLS / sizeof EVAL_COLS[0] };
+
+static int declare_tables(RunLog *rl, char *err, size_t errlen) {
+    return runlog_add_table(rl, "train", TRAIN_COLS, N_TRAIN_COLS, 1024, 0, err, errlen) == 0 &&
+                   runlog_add_table(rl, "questions", QUESTION_COLS, N_QUESTION_COLS, 4096, 0, err, errlen) == 0 &&
+                   runlog_add_table(rl, "responses", RESPONSE_COLS, N_RESPONSE_COLS, 16384, 1, err, errlen) == 0 &&
+                   runlog_add_table(rl, "tokens", TOKEN_COLS, N_TOKEN_COLS, 65536, 1, err, errlen) == 0 &&
+                   runlog_add_table(rl, "eval", EVAL_COLS, N_EVAL_COLS, 1024, 0, err, errlen) == 0
+               ? 0
+               : -1;
+}
+
+static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *oc,
+                          const TrainSettings *s, const char *backend, const ModelConfig *mc,
+                          char *err, size_t errlen) {
+    char *text = config_to_ini(cfg), when[64], names[512] = "";
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    for (int b = 0; b < world_num_benchmarks(); b++) {
+        if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
+        strncat(names, world_benchmark_name(b), sizeof names - strlen(names) - 1);
+    }
+    int ok = runlog_set_attr_str(rl, "kind", "train", err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "config", text, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "seed", (int64_t)s->seed, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "model.num_layers", mc->n_layers, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.preset", oc->preset, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.baseline", baseline_name(oc->baseline), err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.scale", scale_name(oc->scale), err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "objective.std_ddof", oc->std_ddof, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.std_eps", oc->std_eps, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.aggregation", aggregation_name(oc->aggregation), err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "objective.l_max", oc->l_max, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.eps_low", oc->eps_low, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.eps_high", oc->eps_high, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.beta", oc->beta, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0;
+    free(text);
+    return ok ? 0 : -1;
+}
+
+// ---------------------------------------------------------------- helpers
+static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
+
+// Philox permutation of x (n) keyed by (seed, step, epoch): Fisher-Yates.
+static void shuffle(int *x, int n, uint64_t seed, int step, int epoch) {
+    uint64_t counter = (0x5348ull << 48) | ((uint64_t)(uint32_t)step << 16) | (uint64_t)(epoch & 0xffff);
+    for (int i = n - 1; i > 0; i--) {
+        uint32_t u = philox_draw(seed, counter, (uint32_t)i).v[0];
+        int j = (int)((uint64_t)u * (uint64_t)(i + 1) >> 32);
+        int t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}
+
+static int run_eval(Model *m, const Tokenizer *tk, const EvalConfig *ec, int step, RunLog *rl,
+                    char *err, size_t errlen) {
+    EvalResult res;
+    evaluate_benchmarks(m, tk, ec, &res, NULL, NULL);
+    for (int b = 0; b < res.n_bench; b++) {
+        const EvalStats *s = &res.bench[b];
+        double acc = eval_accuracy(s), lm = safe_div(s->len_sum, s->n);
+        double lc = safe_div(s->len_correct_sum, s->n_correct);
+        double li = safe_div(s->len_incorrect_sum, s->n - s->n_correct);
+        const void *row[N_EVAL_COLS] = {&step, &b, &acc, &lm, &lc, &li, &s->n};
+        if (runlog_append(rl, "eval", 1, row, err, errlen) != 0) return -1;
+    }
+    fprintf(stderr, "train: eval at step %d: score %.4f", step, res.score);
+    for (int b = 0; b < res.n_bench; b++)
+        fprintf(stderr, "  %s %.3f", world_benchmark_name(b), eval_accuracy(&res.bench[b]));
+    fprintf(stderr, "\n");
+    return 0;
+}
+
+// Creates the directories above path (like mkdir -p of its parent). 0, or -1 with a message.
+static int make_parent_dirs(const char *path, char *err, size_t errlen) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return set_err(err, errlen, "cannot create directory '%s' for '%s': %s", buf, path,
+                           strerror(errno));
+        *p = '/';
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------- the run
+int train_run(const Config *cfg, const char *backend_override, const char *out_path, int resume,
+              TrainStats *stats) {
+    char err[1024];
+    if (stats) memset(stats, 0, sizeof *stats);
+    TrainSettings S;
+    ObjectiveConfig oc;
+    if (train_settings(cfg, &S, &oc, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    char ckpt_path[4096];
+    snprintf(ckpt_path, sizeof ckpt_path, "%s.ckpt.h5", out_path);
+    ModelConfig mc;
+    if (checkpoint_read_meta(S.init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: train.init: %s\n", err);
+        return 2;
+    }
+    const Tokenizer *tk = tokenizer_default();
+    if (mc.vocab_size != tok_vocab_size(tk)) {
+        fprintf(stderr, "grpolab: error: train.init = '%s' has model.vocab_size = %d, not the "
+                "tokenizer's %d tokens: not a model of this world\n", S.init, mc.vocab_size,
+                tok_vocab_size(tk));
+        return 2;
+    }
+    int64_t start_step = 0;
+    if (resume && checkpoint_read_meta(ckpt_path, NULL, NULL, NULL, NULL, &start_step, NULL, err,
+                                       sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: --resume: %s\n", err);
+        return 2;
+    }
+    Backend *bk = setup_backend(cfg, backend_override, 1, err, sizeof err);
+    if (!bk) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    Model *m = model_create(bk, &mc), *ref = NULL;
+    int rc = 0;
+    RunLog *rl = NULL;
+    if (checkpoint_load(S.init, m, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: train.init: %s\n", err);
+        model_free(m);
+        backend_destroy(bk);
+        return 2;
+    }
+    if (oc.beta > 0) {  // the frozen reference model is the initial policy
+        ref = model_create(bk, &mc);
+        model_copy_params(ref, m);
+    }
+    if (resume && checkpoint_load(ckpt_path, m, 1, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: --resume: %s\n", err);
+        rc = 2;
+        goto done;
+    }
+    if (resume) {
+        rl = runlog_open_resume(out_path, "step", start_step, err, sizeof err);
+    } else {
+        rl = make_parent_dirs(out_path, err, sizeof err) == 0 ? runlog_create(out_path, 1, err, sizeof err) : NULL;
+        if (rl && set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, err, sizeof err) != 0) {
+            fprintf(stderr, "grpolab: error: %s\n", err);
+            rc = 1;
+            goto done;
+        }
+    }
+    if (!rl || declare_tables(rl, err, sizeof err) != 0 || runlog_start_swmr(rl, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        rc = resume ? 2 : 1;
+        goto done;
+    }
+    if (resume && runlog_rows(rl, "train") != start_step) {
+        fprintf(stderr, "grpolab: error: --resume: %s holds %lld /train rows before step %lld "
+                "(expected one per step): the log and the checkpoint %s do not match\n", out_path,
+                (long long)runlog_rows(rl, "train"), (long long)start_step, ckpt_path);
+        rc = 2;
+        goto done;
+    }
+
+    {
+        const int P = S.P, G = S.G, N = P * G, M = S.M, max_new = S.max_new;
+        const int cap = mc.max_seq_len;
+        AdamWConfig opt = setup_adamw(cfg);
+        SamplerConfig sc = {.temperature = S.temperature, .top_p = S.top_p, .max_new_tokens = max_new,
+                            .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
+                            .seed = S.seed};
+        EvalConfig ec = {.template_kind = S.template_kind, .world_seed = (uint64_t)config_int(cfg, "world.seed"),
+                         .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
+                         .pool_seed = S.seed};
+        ec.sampler = sc;
+        ec.sampler.temperature = 0.0f;  // greedy
+        ec.sampler.top_p = 1.0f;
+        Task *tasks = xmalloc((size_t)P * sizeof(Task));
+        int *prompt_ids = xmalloc((size_t)P * cap * sizeof(int)), *plen_p = xmalloc((size_t)P * sizeof(int));
+        int *prompts = xmalloc((size_t)N * cap * sizeof(int)), *plen = xmalloc((size_t)N * sizeof(int));
+        const int **prompt_ptr = xmalloc((size_t)N * sizeof(int *)), **resp_ptr = xmalloc((size_t)N * sizeof(int *));
+        float *rewards = xmalloc((size_t)N * sizeof(float)), *adv = xmalloc((size_t)N * sizeof(float));
+        float *unbiased = xmalloc((size_t)N * sizeof(float));
+        float *gmean = xmalloc((size_t)P * sizeof(float)), *gstd = xmalloc((size_t)P * sizeof(float));
+        int *tok_off = xmalloc((size_t)N * sizeof(int)), *kept = xmalloc((size_t)N * sizeof(int));
+        int *order = xmalloc((size_t)N * sizeof(int));
+        Verdict *verd = xmalloc((size_t)N * sizeof(Verdict));
+        size_t tok_cap = (size_t)N * max_new;
+        float *logp_old = xmalloc(tok_cap * sizeof(float)), *logp_ref = ref ? xmalloc(tok_cap * sizeof(float)) : NULL;
+        float *weights = xmalloc(tok_cap * sizeof(float));
+        int *tok_step = xmalloc(tok_cap * sizeof(int));
+        char *resp_text = xmalloc((size_t)max_new * 16 + 16), text[1024];
+        Generation gen;
+        generation_alloc(&gen, N, max_new);
+        double t_run = wall_time();
+        fprintf(stderr, "train: %zu parameters from %s, objective %s (baseline %s, scale %s, "
+                "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d, "
+                "%d epoch(s), backend %s\n", model_num_params(m), S.init, oc.preset,
+                baseline_name(oc.baseline), scale_name(oc.scale), aggregation_name(oc.aggregation),
+                oc.eps_low, oc.eps_high, oc.beta, (long long)start_step, S.steps, P, G, M, S.epochs,
+                backend_name(bk->kind));
+        int steps_run = 0;
+        for (int step = (int)start_step; step <= S.steps && rc == 0; step++) {
+            if (S.eval_every > 0 && (step % S.eval_every == 0 || step == S.steps)) {
+                if (run_eval(m, tk, &ec, step, rl, err, sizeof err) != 0) {
+                    fprintf(stderr, "grpolab: error: %s\n", err);
+                    rc = 1;
+                    break;
+                }
+            }
+            if (step == S.steps) break;
+            double t0 = wall_time();
+            // ---- rollout: P tasks x G responses
+            int Tp = 1;
+            for (int p = 0; p < P; p++) {
+                world_train_task_mix(S.seed, (int64_t)step * P + p, S.level_weights, &tasks[p]);
+                if (template_prompt(S.template_kind, &tasks[p], text, sizeof text) < 0)
+                    die("train: prompt of '%s' does not fit", tasks[p].question);
+                plen_p[p] = tok_encode(tk, text, prompt_ids + (size_t)p * cap, cap, err, sizeof err);
+                if (plen_p[p] < 0) die("train: cannot tokenize prompt '%s': %s", text, err);
+                if (sampler_fits(m, &sc, plen_p[p], err, sizeof err) != 0) {
+                    fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
+                    rc = 2;
+                    break;
+                }
+                if (plen_p[p] > Tp) Tp = plen_p[p];
+            }
+            if (rc) break;
+            for (int i = 0; i < N; i++) {
+                int p = i / G;
+                plen[i] = plen_p[p];
+                memset(prompts + (size_t)i * Tp, 0, (size_t)Tp * sizeof(int));
+                memcpy(prompts + (size_t)i * Tp, prompt_ids + (size_t)p * cap, (size_t)plen_p[p] * sizeof(int));
+                prompt_ptr[i] = prompt_ids + (size_t)p * cap;
+            }
+            sampler_generate(m, &sc, prompts, plen, N, Tp, (uint64_t)step * N, &gen);
+            int n_tok = 0, n_correct = 0, n_trunc = 0, n_loop = 0, n_dis = 0, n_check = 0;
+            double len_sum = 0, len_c = 0, len_i = 0, rew_sum = 0;
+            for (int i = 0; i < N; i++) {
+                const int *toks = gen.tokens + (size_t)i * gen.max_new;
+                resp_ptr[i] = toks;
+                if (tok_decode(tk, toks, gen.length[i], resp_text, (size_t)max_new * 16 + 16) < 0)
+                    die("train: cannot decode a response");
+                verify_response(S.template_kind, &tasks[i / G], resp_text, gen.stopped[i], &verd[i]);
+                rewards[i] = (float)verd[i].reward;
+                tok_off[i] = n_tok;
+                n_tok += gen.length[i];
+                len_sum += gen.length[i];
+                rew_sum += rewards[i];
+                if (verd[i].reward) {
+                    n_correct++;
+                    len_c += gen.length[i];
+                } else {
+                    len_i += gen.length[i];
+                }
+                n_trunc += verd[i].truncated;
+                n_loop += verd[i].looped;
+                n_dis += verd[i].disagreement;
+                n_check += verd[i].self_checked;
+            }
+            compute_advantages(&oc, rewards, P, G, adv, gmean, gstd);
+            int n_kept = 0, n_mixed = 0;
+            for (int p = 0; p < P; p++) {
+                int mixed = 0;
+                for (int g = 1; g < G; g++) mixed |= rewards[p * G + g] != rewards[p * G];
+                n_mixed += mixed;
+                for (int g = 0; g < G; g++) {
+                    int i = p * G + g;
+                    unbiased[i] = rewards[i] - gmean[p];
+                    if (mixed || !oc.dynamic_sampling) kept[n_kept++] = i;
+                }
+            }
+            for (int j = 0; j < n_tok; j++) {
+                weights[j] = 0.0f;
+                tok_step[j] = step;
+                logp_old[j] = NAN;
+            }
+            double t1 = wall_time();
+            // ---- update: old log-probs, then epochs of minibatches
+            Rollout r = {.n = N, .prompt = prompt_ptr, .prompt_len = plen, .resp = resp_ptr,
+                         .resp_len = gen.length, .advantage = adv, .tok_offset = tok_off,
+                         .logp_old = logp_old, .logp_ref = logp_ref};
+            double loss_sum = 0, gnorm_sum = 0, kl_sum = 0, ent_sum = 0, cosine = NAN;
+            long long upd_tok = 0, clip_lo = 0, clip_hi = 0, ent_tok = 0;
+            int n_updates = 0;
+            // minibatches of M kept responses; with dynamic sampling the last one may be
+            // smaller (its c_i then uses its own size)
+            for (int epoch = 0; epoch < S.epochs && n_kept > 0; epoch++) {
+                memcpy(order, kept, (size_t)n_kept * sizeof(int));
+                shuffle(order, n_kept, S.seed, step, epoch);
+                if (epoch == 0)
+                    for (int k0 = 0; k0 < n_kept; k0 += M)
+                        train_old_logp(m, ref, &r, order + k0, n_kept - k0 < M ? n_kept - k0 : M);
+                for (int k0 = 0; k0 < n_kept; k0 += M) {
+                    int n = n_kept - k0 < M ? n_kept - k0 : M;
+                    MinibatchStats st;
+                    model_zero_grad(m);
+                    int diag = S.bias_diagnostic && epoch == 0 && k0 == 0;
+                    double cs = train_minibatch_gradient(m, &oc, &r, order + k0, n,
+                                                         epoch == 0 ? weights : NULL,
+                                                         diag ? unbiased : NULL, &st);
+                    if (diag) cosine = cs;
+                    gnorm_sum += model_adamw_step(m, &opt);
+                    loss_sum += st.loss;
+                    kl_sum += st.kl_sum;
+                    upd_tok += st.tokens;
+                    clip_lo += st.clipped_low;
+                    clip_hi += st.clipped_high;
+                    if (epoch == 0) {
+                        ent_sum += st.entropy_sum;
+                        ent_tok += st.tokens;
+                    }
+                    n_updates++;
+                }
+            }
+            double t2 = wall_time();
+            // ---- log
+            double reward_mean = rew_sum / N, length_mean = len_sum / N;
+            double lc = safe_div(len_c, n_correct), li = safe_div(len_i, N - n_correct);
+            double trunc_rate = (double)n_trunc / N, loop_rate = (double)n_loop / N;
+            double dis_rate = (double)n_dis / N, check_rate = (double)n_check / N;
+            double loss = n_updates ? loss_sum / n_updates : 0, gnorm = n_updates ? gnorm_sum / n_updates : 0;
+            double cf_lo = upd_tok ? (double)clip_lo / upd_tok : 0, cf_hi = upd_tok ? (double)clip_hi / upd_tok : 0;
+            double kl = oc.beta > 0 && upd_tok ? kl_sum / upd_tok : 0.0;
+            double ent = ent_tok ? ent_sum / ent_tok : NAN, lr = opt.lr;
+            int64_t ntok64 = n_tok;
+            double ro_s = t1 - t0, up_s = t2 - t1, mixed_frac = (double)n_mixed / P;
+            const void *trow[N_TRAIN_COLS] = {&step, &reward_mean, &length_mean, &lc, &li, &trunc_rate,
+                                              &loop_rate, &dis_rate, &check_rate, &loss, &gnorm,
+                                              &cf_lo, &cf_hi, &kl, &ent, &lr, &ntok64, &ro_s, &up_s,
+                                              &mixed_frac, &cosine};
+            int ok = runlog_append(rl, "train", 1, trow, err, sizeof err) == 0;
+            for (int p = 0; ok && p < P; p++) {
+                int64_t qi = (int64_t)step * P + p;
+                double rm = gmean[p], rs = gstd[p], maa = 0, saw = 0;
+                for (int g = 0; g < G; g++) {
+                    int i = p * G + g;
+                    maa += fabs(adv[i]) / G;
+                    for (int t = 0; t < gen.length[i]; t++) saw += fabs(weights[tok_off[i] + t]);
+                }
+                const void *qrow[N_QUESTION_COLS] = {&step, &qi, &tasks[p].level, &G, &rm, &rs, &maa, &saw};
+                ok = runlog_append(rl, "questions", 1, qrow, err, sizeof err) == 0;
+            }
+            int64_t tok_base = runlog_rows(rl, "tokens");
+            for (int i = 0; ok && i < N; i++) {
+                int64_t qi = (int64_t)step * P + i / G, off = tok_base + tok_off[i];
+                const Verdict *v = &verd[i];
+                const void *rrow[N_RESPONSE_COLS] = {&step, &qi, &tasks[i / G].level, &gen.length[i],
+                                                     &v->reward, &v->correct, &v->truncated, &adv[i],
+                                                     &v->self_checked, &v->disagreement, &v->looped,
+                                                     &v->gave_up, &off};
+                ok = runlog_append(rl, "responses", 1, rrow, err, sizeof err) == 0;
+            }
+            const void *krow[N_TOKEN_COLS] = {tok_step, weights, logp_old};
+            if (ok) ok = runlog_append(rl, "tokens", n_tok, krow, err, sizeof err) == 0;
+            if (ok) ok = runlog_flush(rl, err, sizeof err) == 0;
+            if (!ok) {
+                fprintf(stderr, "grpolab: error: %s\n", err);
+                rc = 1;
+                break;
+            }
+            steps_run++;
+            if (stats) {
+                if (steps_run == 1) stats->first_reward_mean = reward_mean;
+                stats->last_reward_mean = reward_mean;
+                stats->tokens += n_tok;
+                stats->steps_done = step + 1;
+            }
+            double elapsed = wall_time() - t_run, eta = elapsed / steps_run * (S.steps - step - 1);
+            fprintf(stderr, "train step %4d/%d  reward %.3f  len %.1f (correct %.1f, incorrect %.1f)  "
+                    "clip %.3f/%.3f  gnorm %.3f  bias_cos %.3f  %6.0f tok/s  %.1f s/step  ETA %.0fs\n",
+                    step + 1, S.steps, reward_mean, length_mean, lc, li, cf_lo, cf_hi, gnorm, cosine,
+                    n_tok / (t2 - t0), t2 - t0, eta);
+            int done_steps = step + 1;
+            if ((S.checkpoint_every > 0 && done_steps % S.checkpoint_every == 0) || done_steps == S.steps) {
+                // the log is flushed up to this step (above) before the checkpoint is saved
+                char *cfg_text = config_to_ini(cfg);
+                const char *vocab[256];
+                int nv = tok_vocab_size(tk);
+                for (int v = 0; v < nv; v++) vocab[v] = tok_str(tk, v);
+                CkptInfo info = {.vocab = vocab, .n_vocab = nv, .config_text = cfg_text,
+                                 .step = done_steps, .with_optimizer = 1};
+                if (checkpoint_save(ckpt_path, m, &info, err, sizeof err) != 0) {
+                    fprintf(stderr, "grpolab: error: %s\n", err);
+                    rc = 1;
+                }
+                free(cfg_text);
+            }
+        }
+        if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
+        generation_free(&gen);
+        free(tasks);
+        free(prompt_ids);
+        free(plen_p);
+        free(prompts);
+        free(plen);
+        free(prompt_ptr);
+        free(resp_ptr);
+        free(rewards);
+        free(adv);
+        free(unbiased);
+        free(gmean);
+        free(gstd);
+        free(tok_off);
+        free(kept);
+        free(order);
+        free(verd);
+        free(logp_old);
+        free(logp_ref);
+        free(weights);
+        free(tok_step);
+        free(resp_text);
+    }
+done:
+    if (rl && runlog_close(rl, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        if (rc == 0) rc = 1;
+    }
+    if (ref) model_free(ref);
+    model_free(m);
+    backend_destroy(bk);
+    return rc;
+}

@@ -1,0 +1,506 @@
+// test_train.c: the RL trainer. Same seed, same log; a resumed run equals the uninterrupted
+// one (log and parameters); at rho = 1 the logged token weights are the presets' closed
+// forms; Dr. GRPO's gradient is the unbiased gradient / (M L_max) against an explicit sum of
+// per-response grad log pi; bad configs give exit code 2 with the key named.
+//
+// A random-init model never answers correctly (every reward 0, every advantage 0, nothing
+// to test), so the fixture model is a tiny transformer fine-tuned by cross-entropy on the
+// shortest correct r1 responses (" </think> <answer> 11 </answer>") of exactly the training
+// questions the runs below draw, until they have probability about one half: the groups then
+// hold both rewards.
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sim/checkpoint.h"
+#include "sim/runlog.h"
+#include "sim/sampler.h"
+#include "sim/setup.h"
+#include "sim/template.h"
+#include "sim/train.h"
+#include "test_util.h"
+
+static char dir[64], model_path[128];
+#define SEED 11
+#define P_TEST 2
+#define G_TEST 4
+#define STEPS_MAX 4
+#define BUDGET 24
+
+static Config *base_config(const char *const *extra, int n_extra) {
+    char err[512], init[256];
+    Config *c = config_new();
+    snprintf(init, sizeof init, "train.init=%s", model_path);
+    const char *sets[] = {init, "run.backend=cpu", "run.seed=11", "train.prompts_per_step=2",
+                          "train.group_size=4", "train.minibatch_size=4", "train.steps=4",
+                          "world.max_new_tokens=24", "optim.lr=3e-3", "train.checkpoint_every=1",
+                          "train.eval_every=0", "eval.limit=2", "eval.batch=16"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (config_set(c, sets[i], err, sizeof err) != 0) fail_msg("%s", err);
+    for (int i = 0; i < n_extra; i++)
+        if (config_set(c, extra[i], err, sizeof err) != 0) fail_msg("%s", err);
+    return c;
+}
+
+static ModelConfig tiny_model_config(void) {
+    ModelConfig mc = model_config_default();
+    mc.vocab_size = tok_vocab_size(tokenizer_default());
+    mc.d_model = 32;
+    mc.n_layers = 1;
+    mc.n_heads = 2;
+    mc.n_kv_heads = 1;
+    mc.d_ff = 64;
+    mc.max_seq_len = 96;
+    return mc;
+}
+
+// Tokens of the prompt and the shortest correct r1 response of training task `index`.
+static void task_sequence(int64_t index, int *seq, int *plen, int *len) {
+    const Tokenizer *tk = tokenizer_default();
+    double w[5] = {1, 1, 1, 1, 1};
+    Task t;
+    char text[512], err[256];
+    world_train_task_mix(SEED, index, w, &t);
+    int n = template_prompt(TEMPLATE_R1, &t, text, sizeof text);
+    assert_true(n > 0);
+    *plen = tok_encode(tk, text, seq, 96, err, sizeof err);
+    snprintf(text, sizeof text, " </think> <answer> %lld </answer>", (long long)t.answer);
+    int r = tok_encode(tk, text, seq + *plen, 96 - *plen, err, sizeof err);
+    assert_true(*plen > 0 && r > 0);
+    *len = *plen + r;
+}
+
+static int setup(void **state) {
+    snprintf(dir, sizeof dir, "/tmp/grpolab-train-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    snprintf(model_path, sizeof model_path, "%s/tiny.h5", dir);
+    char err[512];
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    ModelConfig mc = tiny_model_config();
+    Model *m = model_create(bk, &mc);
+    model_init_params(m, 5);
+    // cross-entropy on the responses of the first STEPS_MAX steps' questions
+    enum { NQ = P_TEST * STEPS_MAX, T = 96 };
+    int seq[NQ][T], plen[NQ], len[NQ], maxlen = 0;
+    for (int q = 0; q < NQ; q++) {
+        task_sequence(q, seq[q], &plen[q], &len[q]);
+        if (len[q] - 1 > maxlen) maxlen = len[q] - 1;
+    }
+    static int tokens[NQ * T], targets[NQ * T], lengths[NQ];
+    for (int q = 0; q < NQ; q++) {
+        lengths[q] = len[q] - 1;
+        for (int t = 0; t < maxlen; t++) {
+            tokens[q * maxlen + t] = t < len[q] - 1 ? seq[q][t] : 0;
+            targets[q * maxlen + t] = t + 1 >= plen[q] && t + 1 < len[q] ? seq[q][t + 1] : -1;
+        }
+    }
+    AdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_clip = 1.0f};
+    int s;
+    double seq_logp = -1e9;
+    for (s = 0; s < 2000; s++) {
+        model_forward(m, tokens, targets, lengths, NQ, maxlen);
+        model_zero_grad(m);
+        float loss = model_cross_entropy_step(m, 1, 0);
+        // mean log-probability of a whole response
+        seq_logp = -(double)loss * (double)model_num_targets(m) / NQ;
+        if (seq_logp > -0.7) break;
+        model_adamw_step(m, &opt);
+    }
+    printf("  fixture: %d fine-tuning steps, mean response log-prob %.3f\n", s, seq_logp);
+    int ok = checkpoint_save(model_path, m, NULL, err, sizeof err) == 0;
+    model_free(m);
+    backend_destroy(bk);
+    return ok ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    tu_remove_dir(dir);
+    return 0;
+}
+
+static double *col(const char *path, const char *dataset, int64_t *n) {
+    char err[512];
+    RunLogReader *rd = runlog_reader_open(path, err, sizeof err);
+    if (!rd) fail_msg("%s", err);
+    double *x = runlog_read_column(rd, dataset, n, err, sizeof err);
+    if (!x) fail_msg("%s", err);
+    runlog_reader_close(rd);
+    return x;
+}
+
+static const char *const TRAIN_DET[] = {
+    "step", "reward_mean", "length_mean", "length_correct", "length_incorrect", "truncation_rate",
+    "loop_rate", "disagreement_rate", "selfcheck_rate", "loss", "grad_norm", "clip_frac_low",
+    "clip_frac_high", "kl", "entropy", "lr", "tokens", "mixed_group_frac", "bias_cosine"};
+static const char *const QUESTION_COLS[] = {"step", "question_index", "level", "group_size",
+                                            "reward_mean", "reward_std", "mean_abs_advantage",
+                                            "sum_abs_weight"};
+static const char *const RESPONSE_COLS[] = {"step", "question_index", "level", "length", "reward",
+                                            "correct", "truncated", "advantage", "self_checked",
+                                            "disagreement", "looped", "gave_up", "token_offset"};
+static const char *const TOKEN_COLS[] = {"step", "weight", "logp_old"};
+static const char *const EVAL_COLS[] = {"step", "bench", "accuracy", "length_mean",
+                                        "length_correct", "length_incorrect", "n"};
+
+// Column by column, bit for bit (NaN equals NaN).
+static void assert_same_table(const char *a, const char *b, const char *table,
+                              const char *const *cols, int n_cols) {
+    for (int c = 0; c < n_cols; c++) {
+        char ds[128];
+        snprintf(ds, sizeof ds, "%s/%s", table, cols[c]);
+        int64_t na, nb;
+        double *x = col(a, ds, &na), *y = col(b, ds, &nb);
+        if (na != nb) fail_msg("%s: %lld rows vs %lld", ds, (long long)na, (long long)nb);
+        for (int64_t i = 0; i < na; i++)
+            if (!(x[i] == y[i] || (isnan(x[i]) && isnan(y[i]))))
+                fail_msg("%s row %lld: %.17g vs %.17g", ds, (long long)i, x[i], y[i]);
+        free(x);
+        free(y);
+    }
+}
+
+static void assert_same_logs(const char *a, const char *b) {
+    assert_same_table(a, b, "train", TRAIN_DET, sizeof TRAIN_DET / sizeof *TRAIN_DET);
+    assert_same_table(a, b, "questions", QUESTION_COLS, sizeof QUESTION_COLS / sizeof *QUESTION_COLS);
+    assert_same_table(a, b, "responses", RESPONSE_COLS, sizeof RESPONSE_COLS / sizeof *RESPONSE_COLS);
+    assert_same_table(a, b, "tokens", TOKEN_COLS, sizeof TOKEN_COLS / sizeof *TOKEN_COLS);
+    assert_same_table(a, b, "eval", EVAL_COLS, sizeof EVAL_COLS / sizeof *EVAL_COLS);
+}
+
+static void run_ok(Config *c, const char *out, int resume) {
+    TrainStats st;
+    assert_int_equal(train_run(c, NULL, out, resume, &st), 0);
+}
+
+static void test_same_seed_same_log(void **state) {
+    const char *extra[] = {"train.steps=3", "train.eval_every=2"};
+    Config *c = base_config(extra, 2);
+    char a[160], b[160];
+    snprintf(a, sizeof a, "%s/det_a.h5", dir);
+    snprintf(b, sizeof b, "%s/det_b.h5", dir);
+    run_ok(c, a, 0);
+    run_ok(c, b, 0);
+    assert_same_logs(a, b);
+    // the fixture makes the groups mixed, so the runs did update the policy
+    int64_t n;
+    double *mixed = col(a, "train/mixed_group_frac", &n), *rows = col(a, "eval/step", &n);
+    assert_true(mixed[0] > 0);
+    assert_int_equal(n, 3 * world_num_benchmarks());  // evals at steps 0, 2 and 3 (the end)
+    free(mixed);
+    free(rows);
+    config_free(c);
+}
+
+static void test_resume_equals_uninterrupted(void **state) {
+    const char *extra[] = {"train.eval_every=3"};
+    Config *c4 = base_config(extra, 1);
+    char full[160], part[160], ck_full[200], ck_part[200], err[512];
+    snprintf(full, sizeof full, "%s/full.h5", dir);
+    snprintf(part, sizeof part, "%s/part.h5", dir);
+    run_ok(c4, full, 0);
+    const char *extra2[] = {"train.eval_every=3", "train.steps=2"};
+    Config *c2 = base_config(extra2, 2);
+    run_ok(c2, part, 0);
+    // a run "killed" after logging step 2 but before its checkpoint: resume from step 2's
+    // checkpoint with the log one step ahead (its rows of step 2 are dropped and redone)
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cp %s.ckpt.h5 %s/step2.ckpt.h5", part, dir);
+    assert_int_equal(system(cmd), 0);
+    const char *extra3[] = {"train.eval_every=3", "train.steps=3"};
+    Config *c3 = base_config(extra3, 2);
+    run_ok(c3, part, 1);
+    snprintf(cmd, sizeof cmd, "cp %s/step2.ckpt.h5 %s.ckpt.h5", dir, part);
+    assert_int_equal(system(cmd), 0);
+    int64_t n3;
+    double *steps3 = col(part, "train/step", &n3);
+    assert_int_equal(n3, 3);
+    free(steps3);
+    run_ok(c4, part, 1);
+    assert_same_logs(full, part);
+    config_free(c3);
+    // and the same parameters and optimizer state
+    snprintf(ck_full, sizeof ck_full, "%s.ckpt.h5", full);
+    snprintf(ck_part, sizeof ck_part, "%s.ckpt.h5", part);
+    ModelConfig mc = tiny_model_config();
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    Model *a = model_create(bk, &mc), *b = model_create(bk, &mc), *init = model_create(bk, &mc);
+    assert_int_equal(checkpoint_load(ck_full, a, 1, err, sizeof err), 0);
+    assert_int_equal(checkpoint_load(ck_part, b, 1, err, sizeof err), 0);
+    assert_int_equal(checkpoint_load(model_path, init, 0, err, sizeof err), 0);
+    size_t np = model_num_params(a);
+    assert_int_equal(model_adam_step(a), 4 * 8 / 4);
+    assert_int_equal(model_adam_step(b), model_adam_step(a));
+    assert_memory_equal(model_params(a), model_params(b), np * sizeof(float));
+    assert_memory_equal(model_adam_m(a), model_adam_m(b), np * sizeof(float));
+    assert_memory_equal(model_adam_v(a), model_adam_v(b), np * sizeof(float));
+    assert_memory_not_equal(model_params(a), model_params(init), np * sizeof(float));
+    model_free(a);
+    model_free(b);
+    model_free(init);
+    backend_destroy(bk);
+    config_free(c4);
+    config_free(c2);
+}
+
+// At rho = 1 (one minibatch, M = P*G: every update is the first of its rollout, pi_old
+// recomputed with the same parameters) the logged weights are the presets' closed forms.
+static void test_closed_form_weights(void **state) {
+    const char *presets[] = {"grpo", "dr_grpo", "dapo", "rloo"};
+    const int M = P_TEST * G_TEST;
+    for (int k = 0; k < 4; k++) {
+        char pset[64], out[160];
+        snprintf(pset, sizeof pset, "objective.preset=%s", presets[k]);
+        const char *extra[] = {pset, "train.minibatch_size=8", "train.steps=2"};
+        Config *c = base_config(extra, 3);
+        snprintf(out, sizeof out, "%s/cf_%s.h5", dir, presets[k]);
+        run_ok(c, out, 0);
+        int64_t nr, nt, n;
+        double *adv = col(out, "responses/advantage", &nr), *len = col(out, "responses/length", &n);
+        double *off = col(out, "responses/token_offset", &n), *step = col(out, "responses/step", &n);
+        double *w = col(out, "tokens/weight", &nt), *cos = col(out, "train/bias_cosine", &n);
+        double max_err = 0;
+        int nonzero = 0;
+        for (int64_t i = 0; i < nr; i++) {
+            double sum_len = 0;  // the response's minibatch is its step's rollout
+            for (int64_t j = 0; j < nr; j++)
+                if (step[j] == step[i]) sum_len += len[j];
+            double expect = k == 0   ? adv[i] / (M * len[i])
+                            : k == 1 ? adv[i] / (M * (double)BUDGET)
+                            : k == 2 ? adv[i] / sum_len
+                                     : adv[i] / M;
+            nonzero += expect != 0;
+            for (int t = 0; t < (int)len[i]; t++) {
+                double got = w[(int64_t)off[i] + t];
+                double e = fabs(got - expect) / (fabs(expect) > 1e-12 ? fabs(expect) : 1.0);
+                if (e > max_err) max_err = e;
+            }
+        }
+        assert_int_equal((int64_t)off[nr - 1] + (int64_t)len[nr - 1], nt);
+        printf("  %-8s %lld responses (%d with A != 0), %lld tokens: ", presets[k], (long long)nr,
+               nonzero, (long long)nt);
+        tu_check_rel("weights vs closed form", max_err, 1e-6);
+        assert_true(nonzero > 0);
+        // Dr. GRPO with one minibatch is the unbiased gradient scaled: cosine 1
+        if (k == 1)
+            for (int s = 0; s < 2; s++)
+                if (!isnan(cos[s])) tu_check_rel("dr_grpo bias_cosine vs 1", fabs(cos[s] - 1.0), 1e-4);
+        free(adv);
+        free(len);
+        free(off);
+        free(step);
+        free(w);
+        free(cos);
+        config_free(c);
+    }
+}
+
+// DAPO's dynamic sampling: groups whose rewards are all equal are left out of the update
+// (weight 0, no old log-prob); the token-mean normaliser sums over the kept responses only.
+static void test_dynamic_sampling(void **state) {
+    const char *extra[] = {"objective.preset=dapo", "objective.dynamic_sampling=true",
+                           "train.minibatch_size=8", "train.steps=3"};
+    Config *c = base_config(extra, 4);
+    char out[160];
+    snprintf(out, sizeof out, "%s/ds.h5", dir);
+    run_ok(c, out, 0);
+    int64_t nr, nt, n;
+    double *adv = col(out, "responses/advantage", &nr), *len = col(out, "responses/length", &n);
+    double *off = col(out, "responses/token_offset", &n), *step = col(out, "responses/step", &n);
+    double *q = col(out, "responses/question_index", &n), *rew = col(out, "responses/reward", &n);
+    double *w = col(out, "tokens/weight", &nt), *lpo = col(out, "tokens/logp_old", &nt);
+    int n_kept = 0, n_dropped = 0;
+    double max_err = 0;
+    for (int64_t i = 0; i < nr; i++) {
+        int mixed = 0;  // the group of response i
+        for (int64_t j = 0; j < nr; j++) mixed |= q[j] == q[i] && rew[j] != rew[i];
+        double sum_len = 0;  // over the kept responses of its step
+        for (int64_t j = 0; j < nr; j++) {
+            int mixed_j = 0;
+            for (int64_t k = 0; k < nr; k++) mixed_j |= q[k] == q[j] && rew[k] != rew[j];
+            if (step[j] == step[i] && mixed_j) sum_len += len[j];
+        }
+        for (int t = 0; t < (int)len[i]; t++) {
+            int64_t o = (int64_t)off[i] + t;
+            if (!mixed) {
+                assert_true(w[o] == 0.0 && isnan(lpo[o]));
+            } else {
+                double e = fabs(w[o] - adv[i] / sum_len) / fabs(adv[i] / sum_len);
+                if (e > max_err) max_err = e;
+                assert_false(isnan(lpo[o]));
+            }
+        }
+        if (mixed) n_kept++;
+        else n_dropped++;
+    }
+    printf("  %d responses kept, %d dropped: ", n_kept, n_dropped);
+    tu_check_rel("kept weights vs A / sum of kept lengths", max_err, 1e-6);
+    assert_true(n_kept > 0 && n_dropped > 0);
+    free(adv);
+    free(len);
+    free(off);
+    free(step);
+    free(q);
+    free(rew);
+    free(w);
+    free(lpo);
+    config_free(c);
+}
+
+// At rho = 1 the Dr. GRPO gradient equals the unbiased gradient sum_i A_i grad sum_t log pi(o_it)
+// times 1/(M L_max), the sum taken explicitly with one backward per response.
+static void test_dr_grpo_gradient(void **state) {
+    char err[512];
+    const Tokenizer *tk = tokenizer_default();
+    ModelConfig mc = tiny_model_config();
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    Model *m = model_create(bk, &mc);
+    assert_int_equal(checkpoint_load(model_path, m, 0, err, sizeof err), 0);
+    enum { N = P_TEST * G_TEST };
+    int seq[P_TEST][96], plen_p[P_TEST], len;
+    int prompts[N * 96], plen[N], Tp = 1;
+    for (int p = 0; p < P_TEST; p++) {
+        task_sequence(p, seq[p], &plen_p[p], &len);
+        if (plen_p[p] > Tp) Tp = plen_p[p];
+    }
+    for (int i = 0; i < N; i++) {
+        plen[i] = plen_p[i / G_TEST];
+        for (int t = 0; t < Tp; t++) prompts[i * Tp + t] = t < plen[i] ? seq[i / G_TEST][t] : 0;
+    }
+    SamplerConfig sc = {.temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = BUDGET,
+                        .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, TEMPLATE_R1), .seed = 3};
+    Generation g;
+    generation_alloc(&g, N, BUDGET);
+    sampler_generate(m, &sc, prompts, plen, N, Tp, 0, &g);
+    // rewards: correct or not (the fixture's questions)
+    float rewards[N], adv[N];
+    double wts[5] = {1, 1, 1, 1, 1};
+    for (int i = 0; i < N; i++) {
+        char text[512];
+        Task t;
+        world_train_task_mix(SEED, i / G_TEST, wts, &t);
+        tok_decode(tk, g.tokens + i * g.max_new, g.length[i], text, sizeof text);
+        Verdict v;
+        verify_response(TEMPLATE_R1, &t, text, g.stopped[i], &v);
+        rewards[i] = (float)v.reward;
+    }
+    ObjectiveConfig oc;
+    assert_int_equal(objective_preset("dr_grpo", BUDGET, &oc), 0);
+    compute_advantages(&oc, rewards, P_TEST, G_TEST, adv, NULL, NULL);
+    int nonzero = 0;
+    for (int i = 0; i < N; i++) nonzero += adv[i] != 0;
+    assert_true(nonzero > 0);
+    const int *pp[N], *rp[N];
+    int off[N], idx[N], ntok = 0;
+    for (int i = 0; i < N; i++) {
+        pp[i] = seq[i / G_TEST];
+        rp[i] = g.tokens + i * g.max_new;
+        off[i] = ntok;
+        ntok += g.length[i];
+        idx[i] = i;
+    }
+    float *logp_old = xmalloc((size_t)ntok * sizeof(float)), *w = xmalloc((size_t)ntok * sizeof(float));
+    Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = g.length,
+                 .advantage = adv, .tok_offset = off, .logp_old = logp_old, .logp_ref = NULL};
+    train_old_logp(m, NULL, &r, idx, N);
+    size_t np = model_num_params(m);
+    float *g_trainer = xmalloc(np * sizeof(float)), *g_ref = xcalloc(np, sizeof(float));
+    float *g_i = xmalloc(np * sizeof(float));
+    model_zero_grad(m);
+    MinibatchStats st;
+    train_minibatch_gradient(m, &oc, &r, idx, N, w, NULL, &st);
+    bk_download(bk, g_trainer, model_grads(m), np * sizeof(float));
+    assert_int_equal(st.clipped_low + st.clipped_high, 0);
+    // explicit: -dL/dtheta = sum_i A_i / (M L_max) * grad sum_t log pi(o_it)
+    for (int i = 0; i < N; i++) {
+        int T = plen[i] + g.length[i] - 1, tokens[128], targets[128];
+        for (int t = 0; t < T; t++) {
+            tokens[t] = t < plen[i] ? pp[i][t] : rp[i][t - plen[i]];
+            targets[t] = t + 1 >= plen[i] ? rp[i][t + 1 - plen[i]] : -1;
+        }
+        model_forward(m, tokens, targets, &T, 1, T);
+        float dlogp[128];
+        for (int t = 0; t < T; t++) dlogp[t] = targets[t] >= 0 ? 1.0f : 0.0f;  // d(sum_t log pi)
+        float *d = bk_alloc(bk, (size_t)T * sizeof(float));
+        bk_upload(bk, d, dlogp, (size_t)T * sizeof(float));
+        model_zero_grad(m);
+        model_backward(m, d, NULL);  // grads = d(sum_t log pi)/dtheta
+        bk_free(bk, d);
+        bk_download(bk, g_i, model_grads(m), np * sizeof(float));
+        double scale = (double)adv[i] / ((double)N * BUDGET);
+        for (size_t j = 0; j < np; j++) g_ref[j] += (float)(scale * g_i[j]);
+    }
+    for (size_t j = 0; j < np; j++) g_trainer[j] = -g_trainer[j];  // dL/dtheta -> -dL/dtheta
+    printf("  %d responses, %d with A != 0, %d tokens\n", N, nonzero, ntok);
+    tu_check_rel("Dr. GRPO gradient vs sum_i A_i grad log pi / (M L_max)",
+                 tu_rel_err(g_trainer, g_ref, np), 1e-4);
+    free(logp_old);
+    free(w);
+    free(g_trainer);
+    free(g_ref);
+    free(g_i);
+    generation_free(&g);
+    model_free(m);
+    backend_destroy(bk);
+}
+
+static int run_cli(const char *args, char *out, size_t cap) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) fail_msg("cannot run %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_bad_configs(void **state) {
+    char out[4096], args[1024];
+    struct {
+        const char *set, *needle;
+    } cases[] = {
+        {"objective.preset=ppo", "objective.preset"},
+        {"train.group_size=1", "train.group_size"},
+        {"train.minibatch_size=3", "train.minibatch_size = 3: must divide"},
+        {"objective.eps_low=1.5", "objective.eps_low"},
+        {"objective.eps_high=-0.1", "objective.eps_high"},
+        {"train.temperature=0", "train.temperature"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --set "
+                 "train.prompts_per_step=2 --set train.group_size=4 --set train.minibatch_size=4 "
+                 "--set %s --out %s/bad.h5", model_path, cases[i].set, dir);
+        int rc = run_cli(args, out, sizeof out);
+        printf("  --set %s -> exit %d: %s", cases[i].set, rc, out);
+        assert_int_equal(rc, 2);
+        if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
+    }
+    // through the library: train_run's own checks return 2
+    const char *extra[] = {"train.minibatch_size=3"};
+    Config *c = base_config(extra, 1);
+    char path[160];
+    snprintf(path, sizeof path, "%s/bad2.h5", dir);
+    assert_int_equal(train_run(c, NULL, path, 0, NULL), 2);
+    config_free(c);
+    // --resume without a checkpoint
+    snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --out %s/none.h5 --resume",
+             model_path, dir);
+    assert_int_equal(run_cli(args, out, sizeof out), 2);
+    printf("  --resume without checkpoint: %s", out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_closed_form_weights),
+        cmocka_unit_test(test_dynamic_sampling),
+        cmocka_unit_test(test_dr_grpo_gradient),
+        cmocka_unit_test(test_same_seed_same_log),
+        cmocka_unit_test(test_resume_equals_uninterrupted),
+        cmocka_unit_test(test_bad_configs),
+    };
+    return cmocka_run_group_tests_name("train", tests, setup, teardown);
+}
