@@ -95,6 +95,14 @@ test-asan:
 # Kernel/model benchmark; figures go into docs/benchmarks.md by hand, with this command.
 bench: all
 	$(BUILD)/grpolab bench $(BENCH_ARGS)
+	@if [ -f data/models/base.h5 ]; then \
+	  for o in grpo dr_grpo; do \
+	    echo "== RL throughput, experiments/fig5/$$o.ini, 5 steps from data/models/base.h5"; \
+	    $(BUILD)/grpolab train --config experiments/fig5/$$o.ini --set train.steps=5 \
+	      --set train.eval_every=0 --set train.checkpoint_every=0 --overwrite --out $(BUILD)/bench-rl-$$o.h5 \
+	      2>&1 | grep '^train: 5 steps'; \
+	  done; \
+	else echo "(no data/models/base.h5: run grpolab pretrain first for the RL throughput figures)"; fi
 
 # Everything that needs a GPU (docs/benchmarks.md); run on a GPU machine.
 gpu-check:

@@ -491,6 +491,23 @@ static void test_bad_configs(void **state) {
              model_path, dir);
     assert_int_equal(run_cli(args, out, sizeof out), 2);
     printf("  --resume without checkpoint: %s", out);
+    // an existing run log is never replaced without --overwrite
+    char existing[200];
+    snprintf(existing, sizeof existing, "%s/exists.h5", dir);
+    FILE *f = fopen(existing, "w");
+    assert_non_null(f);
+    fputs("a finished run\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --out %s", model_path,
+             existing);
+    assert_int_equal(run_cli(args, out, sizeof out), 2);
+    printf("  existing log: %s", out);
+    assert_non_null(strstr(out, "already exists"));
+    f = fopen(existing, "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_string_equal(line, "a finished run\n");
 }
 
 int main(void) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common.h"
 #include "bench.h"
@@ -394,6 +395,7 @@ static const CliOption train_opts[] = {
     {"out", "FILE", "HDF5 run log to write (default: run.out, else data/runs/train.h5); "
                     "checkpoints go to FILE.ckpt.h5"},
     {"resume", NULL, "continue from FILE.ckpt.h5, truncating the log to the steps before it"},
+    {"overwrite", NULL, "replace an existing run log FILE (without it, an existing FILE is an error)"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
 };
 static const CliSpec train_spec = {
@@ -401,8 +403,9 @@ static const CliSpec train_spec = {
     "RL on the task world with the [objective] (GRPO, Dr. GRPO, DAPO, RLOO): P prompts x G\n"
     "responses per step, PPO-clip minibatch updates; a progress line per step, an HDF5 run log\n"
     "(/train, /questions, /responses, /tokens, /eval) and checkpoints for --resume.",
-    "--config FILE [--set SECTION.KEY=VALUE]... [--out FILE.h5] [--resume] [--backend NAME]",
-    train_opts, 5, 0, NULL};
+    "--config FILE [--set SECTION.KEY=VALUE]... [--out FILE.h5] [--resume | --overwrite]\n"
+    "       [--backend NAME]",
+    train_opts, 6, 0, NULL};
 
 static int cmd_train(int argc, char **argv) {
     CliArgs a;
@@ -412,7 +415,20 @@ static int cmd_train(int argc, char **argv) {
     if (!c) return 2;
     const char *out = cli_get(&train_spec, &a, "out");
     if (!out) out = *config_str(c, "run.out") ? config_str(c, "run.out") : "data/runs/train.h5";
-    rc = train_run(c, cli_get(&train_spec, &a, "backend"), out, cli_flag(&train_spec, &a, "resume"), NULL);
+    int resume = cli_flag(&train_spec, &a, "resume");
+    if (resume && cli_flag(&train_spec, &a, "overwrite")) {
+        fprintf(stderr, "grpolab train: error: --resume and --overwrite exclude each other\n");
+        config_free(c);
+        return 2;
+    }
+    if (!resume && !cli_flag(&train_spec, &a, "overwrite") && access(out, F_OK) == 0) {
+        // a finished run's log is data: never replaced silently
+        fprintf(stderr, "grpolab: error: run log '%s' already exists: continue it with --resume, "
+                "replace it with --overwrite, or choose another --out\n", out);
+        config_free(c);
+        return 2;
+    }
+    rc = train_run(c, cli_get(&train_spec, &a, "backend"), out, resume, NULL);
     config_free(c);
     return rc;
 }

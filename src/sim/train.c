@@ -491,7 +491,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         char *resp_text = xmalloc((size_t)max_new * 16 + 16), text[1024];
         Generation gen;
         generation_alloc(&gen, N, max_new);
-        double t_run = wall_time();
+        double t_run = wall_time(), sum_rollout_s = 0, sum_update_s = 0, sum_tokens = 0;
         fprintf(stderr, "train: %zu parameters from %s, objective %s (baseline %s, scale %s, "
                 "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d, "
                 "%d epoch(s), backend %s\n", model_num_params(m), S.init, oc.preset,
@@ -624,6 +624,9 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
             double ent = ent_tok ? ent_sum / ent_tok : NAN, lr = opt.lr;
             int64_t ntok64 = n_tok;
             double ro_s = t1 - t0, up_s = t2 - t1, mixed_frac = (double)n_mixed / P;
+            sum_rollout_s += ro_s;
+            sum_update_s += up_s;
+            sum_tokens += n_tok;
             const void *trow[N_TRAIN_COLS] = {&step, &reward_mean, &length_mean, &lc, &li, &trunc_rate,
                                               &loop_rate, &dis_rate, &check_rate, &loss, &gnorm,
                                               &cf_lo, &cf_hi, &kl, &ent, &lr, &ntok64, &ro_s, &up_s,
@@ -687,6 +690,11 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
             }
         }
         if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
+        if (steps_run)  // the throughput figures of docs/benchmarks.md
+            fprintf(stderr, "train: %d steps: rollout %.0f tokens/s, update %.0f tokens/s "
+                    "(generated tokens over sampling+scoring / update wall time), %.2f s/step\n",
+                    steps_run, sum_tokens / sum_rollout_s, sum_tokens / sum_update_s,
+                    (wall_time() - t_run) / steps_run);
         generation_free(&gen);
         free(tasks);
         free(prompt_ids);
