@@ -150,20 +150,6 @@ static void test_eval_table_and_hdf5(void **state) {
     backend_destroy(bk);
 }
 
-// Runs the grpolab binary with args; returns its exit code and its stderr in out.
-static int run_cli(const char *args, char *out, size_t cap) {
-    const char *bin = getenv("GRPOLAB_BIN");
-    if (!bin) bin = "build/grpolab";
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) fail_msg("cannot run %s", cmd);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_cli_errors(void **state) {
     char out[4096], args[512];
     struct {
@@ -182,16 +168,16 @@ static void test_cli_errors(void **state) {
         {"pretrain --set model.vocab_size=58 --set corpus.max_doc_tokens=512", "more than model.max_seq_len"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = run_cli(cases[i].args, out, sizeof out);
+        int rc = tu_run_cli(cases[i].args, out, sizeof out);
         printf("  grpolab %s -> exit %d: %s", cases[i].args, rc, out);
         assert_int_equal(rc, 2);
         if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
     }
     // a checkpoint that is not a model of this world (vocabulary too small)
     snprintf(args, sizeof args, "init --set model.vocab_size=16 --out %s/small.h5", dir);
-    assert_int_equal(run_cli(args, out, sizeof out), 0);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 0);
     snprintf(args, sizeof args, "eval --model %s/small.h5", dir);
-    assert_int_equal(run_cli(args, out, sizeof out), 2);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
     assert_non_null(strstr(out, "not a model of this world"));
 }
 

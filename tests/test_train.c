@@ -445,19 +445,6 @@ static void test_dr_grpo_gradient(void **state) {
     backend_destroy(bk);
 }
 
-static int run_cli(const char *args, char *out, size_t cap) {
-    const char *bin = getenv("GRPOLAB_BIN");
-    if (!bin) bin = "build/grpolab";
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) fail_msg("cannot run %s", cmd);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_bad_configs(void **state) {
     char out[4096], args[1024];
     struct {
@@ -474,7 +461,7 @@ static void test_bad_configs(void **state) {
         snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --set "
                  "train.prompts_per_step=2 --set train.group_size=4 --set train.minibatch_size=4 "
                  "--set %s --out %s/bad.h5", model_path, cases[i].set, dir);
-        int rc = run_cli(args, out, sizeof out);
+        int rc = tu_run_cli(args, out, sizeof out);
         printf("  --set %s -> exit %d: %s", cases[i].set, rc, out);
         assert_int_equal(rc, 2);
         if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
@@ -489,7 +476,7 @@ static void test_bad_configs(void **state) {
     // --resume without a checkpoint
     snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --out %s/none.h5 --resume",
              model_path, dir);
-    assert_int_equal(run_cli(args, out, sizeof out), 2);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
     printf("  --resume without checkpoint: %s", out);
     // an existing run log is never replaced without --overwrite
     char existing[200];
@@ -500,7 +487,7 @@ static void test_bad_configs(void **state) {
     fclose(f);
     snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --out %s", model_path,
              existing);
-    assert_int_equal(run_cli(args, out, sizeof out), 2);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
     printf("  existing log: %s", out);
     assert_non_null(strstr(out, "already exists"));
     f = fopen(existing, "r");

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernels/philox.h"
@@ -66,6 +67,21 @@ static inline void tu_remove_dir(const char *dir) {
         closedir(d);
     }
     rmdir(dir);
+}
+
+// Runs the grpolab binary ($GRPOLAB_BIN, else build/grpolab) with args; returns its exit code
+// and its stderr in out (stdout is discarded).
+static inline int tu_run_cli(const char *args, char *out, size_t cap) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) fail_msg("cannot run %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif

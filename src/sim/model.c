@@ -404,6 +404,36 @@ static void prepare_batch(Model *m, const int *tokens, const int *targets, const
     m->T = T;
 }
 
+// The saved activations of layer l for the current batch shape (B,T).
+typedef struct {
+    float *x, *x_mid, *x_out, *ln1, *rstd1, *q, *k, *v, *att, *atty, *ln2, *rstd2, *gate, *up, *h;
+} LayerActs;
+
+static LayerActs layer_acts(const Model *m, int l) {
+    const ModelConfig *c = &m->cfg;
+    size_t N = (size_t)m->B * m->T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
+    size_t QW = (size_t)c->n_heads * m->head_dim, KW = (size_t)c->n_kv_heads * m->head_dim;
+    size_t L = (size_t)l;
+    LayerActs a = {
+        .x = m->act[ACT_RESID] + L * N * C,
+        .x_mid = m->act[ACT_RESID_MID] + L * N * C,
+        .x_out = m->act[ACT_RESID] + (L + 1) * N * C,
+        .ln1 = m->act[ACT_LN1] + L * N * C,
+        .rstd1 = m->act[ACT_RSTD1] + L * N,
+        .q = m->act[ACT_Q] + L * N * QW,
+        .k = m->act[ACT_K] + L * N * KW,
+        .v = m->act[ACT_V] + L * N * KW,
+        .att = m->act[ACT_ATT] + L * (size_t)m->B * c->n_heads * (size_t)m->T * m->T,
+        .atty = m->act[ACT_ATTY] + L * N * QW,
+        .ln2 = m->act[ACT_LN2] + L * N * C,
+        .rstd2 = m->act[ACT_RSTD2] + L * N,
+        .gate = m->act[ACT_GATE] + L * N * F,
+        .up = m->act[ACT_UP] + L * N * F,
+        .h = m->act[ACT_H] + L * N * F,
+    };
+    return a;
+}
+
 // ---------------------------------------------------------------- forward
 // The transformer trunk up to the final RMSNorm: act[ACT_LNF] holds (N,C).
 static void forward_trunk(Model *m) {
@@ -416,17 +446,10 @@ static void forward_trunk(Model *m) {
 
     kn_embedding_forward(bk, m->act[ACT_RESID], m->d_tokens, embed_param(P, m), N, C);
     for (int l = 0; l < c->n_layers; l++) {
-        float *x = m->act[ACT_RESID] + l * NC;
-        float *x_mid = m->act[ACT_RESID_MID] + l * NC;
-        float *x_out = m->act[ACT_RESID] + (l + 1) * NC;
-        float *ln1 = m->act[ACT_LN1] + l * NC, *rstd1 = m->act[ACT_RSTD1] + (size_t)l * N;
-        float *q = m->act[ACT_Q] + (size_t)l * N * QW;
-        float *k = m->act[ACT_K] + (size_t)l * N * KW, *v = m->act[ACT_V] + (size_t)l * N * KW;
-        float *att = m->act[ACT_ATT] + (size_t)l * B * NH * T * T;
-        float *atty = m->act[ACT_ATTY] + (size_t)l * N * QW;
-        float *ln2 = m->act[ACT_LN2] + l * NC, *rstd2 = m->act[ACT_RSTD2] + (size_t)l * N;
-        float *gate = m->act[ACT_GATE] + (size_t)l * N * F, *up = m->act[ACT_UP] + (size_t)l * N * F;
-        float *h = m->act[ACT_H] + (size_t)l * N * F;
+        LayerActs a = layer_acts(m, l);
+        float *x = a.x, *x_mid = a.x_mid, *x_out = a.x_out, *ln1 = a.ln1, *rstd1 = a.rstd1;
+        float *q = a.q, *k = a.k, *v = a.v, *att = a.att, *atty = a.atty, *ln2 = a.ln2;
+        float *rstd2 = a.rstd2, *gate = a.gate, *up = a.up, *h = a.h;
         float *proj = m->act[ACT_PROJ];
 
         // attention block
@@ -489,16 +512,10 @@ void model_backward(Model *m, const float *dlogp, const float *dentropy) {
                         m->act[ACT_RSTDF], N, C);
 
     for (int l = c->n_layers - 1; l >= 0; l--) {
-        float *x = m->act[ACT_RESID] + l * NC;
-        float *x_mid = m->act[ACT_RESID_MID] + l * NC;
-        float *ln1 = m->act[ACT_LN1] + l * NC, *rstd1 = m->act[ACT_RSTD1] + (size_t)l * N;
-        float *q = m->act[ACT_Q] + (size_t)l * N * QW;
-        float *k = m->act[ACT_K] + (size_t)l * N * KW, *v = m->act[ACT_V] + (size_t)l * N * KW;
-        float *att = m->act[ACT_ATT] + (size_t)l * B * NH * T * T;
-        float *atty = m->act[ACT_ATTY] + (size_t)l * N * QW;
-        float *ln2 = m->act[ACT_LN2] + l * NC, *rstd2 = m->act[ACT_RSTD2] + (size_t)l * N;
-        float *gate = m->act[ACT_GATE] + (size_t)l * N * F, *up = m->act[ACT_UP] + (size_t)l * N * F;
-        float *h = m->act[ACT_H] + (size_t)l * N * F;
+        LayerActs a = layer_acts(m, l);
+        float *x = a.x, *x_mid = a.x_mid, *ln1 = a.ln1, *rstd1 = a.rstd1, *q = a.q, *k = a.k;
+        float *v = a.v, *att = a.att, *atty = a.atty, *ln2 = a.ln2, *rstd2 = a.rstd2;
+        float *gate = a.gate, *up = a.up, *h = a.h;
 
         // MLP block: x_out = x_mid + w_down(swiglu(w_gate ln2, w_up ln2)); dresid holds dx_out
         bk_zero(bk, dh, (size_t)N * F * sizeof(float));
