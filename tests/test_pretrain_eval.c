@@ -173,6 +173,12 @@ static void test_cli_errors(void **state) {
         assert_int_equal(rc, 2);
         if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
     }
+    // an existing --out file is never replaced without --overwrite
+    snprintf(args, sizeof args, "eval --model %s --out %s", model_path, model_path);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "already exists"));
+    char err[256];
+    assert_int_equal(checkpoint_read_meta(model_path, NULL, NULL, NULL, NULL, NULL, NULL, err, sizeof err), 0);
     // a checkpoint that is not a model of this world (vocabulary too small)
     snprintf(args, sizeof args, "init --set model.vocab_size=16 --out %s/small.h5", dir);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 0);

@@ -242,6 +242,7 @@ static const CliOption eval_opts[] = {
     {"train-pool", "N", "also run N training-pool questions (reported apart, not in the score)"},
     {"show", "N", "print the first N responses of each benchmark with their verdicts"},
     {"out", "FILE", "also write the per-benchmark table and every response to this HDF5 file"},
+    {"overwrite", NULL, "replace an existing --out FILE (without it, an existing FILE is an error)"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
     {"set", "SECTION.KEY=VALUE", "override one key, e.g. world.max_new_tokens=200 (repeatable)"},
 };
@@ -250,8 +251,8 @@ static const CliSpec eval_spec = {
     "Run the five held-out benchmarks and print accuracy, mean length (all, correct,\n"
     "incorrect), format and truncation rates, self-check behaviour, and accuracy per level.",
     "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P]] [--limit N]\n"
-    "       [--train-pool N] [--show N] [--out FILE.h5] [--backend NAME] [--set SECTION.KEY=VALUE]...",
-    eval_opts, 11, 0, NULL};
+    "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite]] [--backend NAME] [--set SECTION.KEY=VALUE]...",
+    eval_opts, 12, 0, NULL};
 
 static int parse_float_opt(const char *opt, const char *s, double lo, double hi, int lo_open,
                            double *out) {
@@ -273,6 +274,12 @@ static int cmd_eval(int argc, char **argv) {
     const char *model_path = cli_get(&eval_spec, &a, "model");
     if (!model_path) {
         fprintf(stderr, "grpolab eval: error: --model FILE is required\n");
+        return 2;
+    }
+    const char *out = cli_get(&eval_spec, &a, "out");
+    if (out && !cli_flag(&eval_spec, &a, "overwrite") && access(out, F_OK) == 0) {
+        fprintf(stderr, "grpolab: error: '%s' already exists: replace it with --overwrite, or "
+                "choose another --out\n", out);
         return 2;
     }
     Config *c = cli_load_config(NULL, &a);
@@ -376,7 +383,6 @@ static int cmd_eval(int argc, char **argv) {
     evaluate_benchmarks(m, tk, &ec, &res, recs, &nrec);
     eval_print_table(&res, stdout);
     rc = 0;
-    const char *out = cli_get(&eval_spec, &a, "out");
     if (out && eval_write_hdf5(out, model_path, &ec, &res, recs, nrec, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         rc = 1;
