@@ -283,103 +283,64 @@ void cpu_rope_backward(Backend *b, float *dx, const int *pos, int N, int NH, int
 }
 
 // ---- attention
-// One task is one (sequence, KV head): the query heads that share the KV head run in
-// it, so K (or V) is transposed once into (hd, L) scratch and every loop runs with unit
-// stride, and the backward accumulates dk/dv without races and in a fixed order.
-// The training forward and the decoding step share attend_row, so a decoded row is
-// bitwise the row of the full forward. All products go through axpy_rows, which
-// combines four rows per pass over its output (a quarter of the loads and stores).
-
-// y (n) += sum_{j<m} a[j] x_j with x_j = x + j*ldx, four rows of x per pass over y.
-static void axpy_rows(float *restrict y, const float *a, const float *x, size_t ldx, int m,
-                      int n) {
-    int j = 0;
-    for (; j + 4 <= m; j += 4) {
-        const float *x0 = x + (size_t)j * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
-        float a0 = a[j], a1 = a[j + 1], a2 = a[j + 2], a3 = a[j + 3];
-#pragma omp simd
-        for (int i = 0; i < n; i++) y[i] += a0 * x0[i] + a1 * x1[i] + a2 * x2[i] + a3 * x3[i];
-    }
-    for (; j < m; j++) {
-        const float *xj = x + (size_t)j * ldx;
-        float aj = a[j];
-#pragma omp simd
-        for (int i = 0; i < n; i++) y[i] += aj * xj[i];
-    }
-}
-
-// dst (hd, L) = rows 0..L-1 of src (row s at src + s*stride, hd floats) transposed.
-static void transpose_rows(float *dst, const float *src, size_t stride, int L, int hd) {
-    for (int s = 0; s < L; s++)
-        for (int i = 0; i < hd; i++) dst[(size_t)i * L + s] = src[(size_t)s * stride + i];
-}
-
-// One query row against keys 0..nk-1: prob (nk) = softmax(scale * q.k_s) and
-// out (hd) = sum_s prob[s] v_s. kt (hd, ldk) is K transposed; v_s = v + s*vstride.
-static void attend_row(float *out, float *prob, const float *q, const float *kt, int ldk,
-                       const float *v, size_t vstride, int nk, int hd, float scale) {
-    memset(prob, 0, (size_t)nk * sizeof(float));
-    axpy_rows(prob, q, kt, (size_t)ldk, hd, nk);  // prob[s] = q . k_s
-    float maxv = -INFINITY;
-    for (int s = 0; s < nk; s++) maxv = prob[s] > maxv ? prob[s] : maxv;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int s = 0; s < nk; s++) {
-        prob[s] = exp_fast((prob[s] - maxv) * scale);
-        sum += prob[s];
-    }
-    float inv = 1.0f / sum;
-#pragma omp simd
-    for (int s = 0; s < nk; s++) prob[s] *= inv;
-    memset(out, 0, (size_t)hd * sizeof(float));
-    axpy_rows(out, prob, v, vstride, nk, hd);
-}
+// One task is one (sequence, KV head): the query heads that share the KV head run in it,
+// so the backward accumulates dk/dv without races and in a fixed order. The T x T products
+// are sgemms on the task's thread.
 
 static inline int clamp_len(int len, int T) { return len < 0 ? 0 : (len > T ? T : len); }
 
+// Per (sequence, head): S = scale Q K^T and O = P V as single-threaded sgemms (OpenBLAS's
+// OpenMP build runs BLAS called inside a parallel region on the calling thread); the causal
+// softmax in between. Work is split by (sequence, KV head), so a task owns its dk/dv rows.
 void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
                            const float *v, const int *lengths, int B, int T, int NH, int NKV,
                            int hd) {
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hd);
     size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
-#pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
-    {
-        float *kt = xmalloc(((size_t)hd * T + 1) * sizeof(float));
-#pragma omp for collapse(2) schedule(dynamic, 1)
-        for (int bb = 0; bb < B; bb++) {
-            for (int kh = 0; kh < NKV; kh++) {
-                int L = clamp_len(lengths[bb], T);
-                size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
-                transpose_rows(kt, k + kvoff, kvstride, L, hd);
-                for (int h = kh * group; h < (kh + 1) * group; h++) {
-                    float *attbh = att + ((size_t)bb * NH + h) * T * T;
-                    for (int t = 0; t < T; t++) {
-                        size_t qoff = ((size_t)bb * T + t) * qstride + (size_t)h * hd;
-                        float *p = attbh + (size_t)t * T;
-                        if (t < L) {
-                            attend_row(out + qoff, p, q + qoff, kt, L, v + kvoff, kvstride, t + 1,
-                                       hd, scale);
-                            memset(p + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
-                        } else {
-                            memset(out + qoff, 0, (size_t)hd * sizeof(float));
-                            memset(p, 0, (size_t)T * sizeof(float));
-                        }
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * hd >= PAR_MIN)
+    for (int bb = 0; bb < B; bb++) {
+        for (int kh = 0; kh < NKV; kh++) {
+            int L = clamp_len(lengths[bb], T);
+            const float *kb = k + (size_t)bb * T * kvstride + (size_t)kh * hd;
+            const float *vb = v + (size_t)bb * T * kvstride + (size_t)kh * hd;
+            for (int h = kh * group; h < (kh + 1) * group; h++) {
+                float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
+                const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
+                float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
+                if (L > 0)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, hd, scale, qb,
+                                (int)qstride, kb, (int)kvstride, 0.0f, p, T);
+                for (int t = 0; t < T; t++) {
+                    float *pr = p + (size_t)t * T;
+                    if (t >= L) {
+                        memset(pr, 0, (size_t)T * sizeof(float));
+                        continue;
                     }
+                    float maxv = -INFINITY, sum = 0.0f;
+                    for (int s2 = 0; s2 <= t; s2++) maxv = pr[s2] > maxv ? pr[s2] : maxv;
+#pragma omp simd reduction(+ : sum)
+                    for (int s2 = 0; s2 <= t; s2++) {
+                        pr[s2] = exp_fast(pr[s2] - maxv);
+                        sum += pr[s2];
+                    }
+                    float inv = 1.0f / sum;
+#pragma omp simd
+                    for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
+                    memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
                 }
+                if (L > 0)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, hd, L, 1.0f, p, T, vb,
+                                (int)kvstride, 0.0f, ob, (int)qstride);
+                for (int t = L; t < T; t++) memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
             }
         }
-        free(kt);
     }
 }
 
-// Query rows per block of the backward: dk/dv get the block's rows in one pass.
-#define ATT_ROW_BLOCK 4
-
-// With p = att row t, do = dout row t:
-//   dv_s += p_s do;  dp_s = do.v_s;  ds_s = p_s (dp_s - sum_s' p_s' dp_s');
-//   dq_t += scale sum_s ds_s k_s;  dk_s += scale ds_s q_t.
-// Rows go in blocks of ATT_ROW_BLOCK; within a block, p and ds are zero for s > t.
+// With P the saved probabilities (zero for s > t) and dO the output gradient, per head:
+//   dV += P^T dO;  dP = dO V^T;  dS = P * (dP - rowsum(P * dP)) * scale;
+//   dQ += dS K;  dK += dS^T Q   (each a single-threaded sgemm on the (L,L) block).
 void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
                             const float *att, const float *q, const float *k, const float *v,
                             const int *lengths, int B, int T, int NH, int NKV, int hd) {
@@ -390,58 +351,41 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
     if (!need_ds && !dv) return;
 #pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
     {
-        float *vt = xmalloc(((size_t)hd * T + 1) * sizeof(float));
-        float *ds = xmalloc(((size_t)ATT_ROW_BLOCK * T + 1) * sizeof(float));
+        float *ds = xmalloc(((size_t)T * T + 1) * sizeof(float));
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int bb = 0; bb < B; bb++) {
             for (int kh = 0; kh < NKV; kh++) {
                 int L = clamp_len(lengths[bb], T);
+                if (L == 0) continue;
                 size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
-                if (need_ds) transpose_rows(vt, v + kvoff, kvstride, L, hd);
                 for (int h = kh * group; h < (kh + 1) * group; h++) {
-                    const float *attbh = att + ((size_t)bb * NH + h) * T * T;
-                    for (int t0 = 0; t0 < L; t0 += ATT_ROW_BLOCK) {
-                        int rows = L - t0 < ATT_ROW_BLOCK ? L - t0 : ATT_ROW_BLOCK;
-                        int nk = t0 + rows;  // keys seen by the block's last row
-                        size_t qoff = ((size_t)bb * T + t0) * qstride + (size_t)h * hd;
-                        const float *p = attbh + (size_t)t0 * T;  // (rows, T), zero for s > t
-                        const float *g = dout + qoff;             // (rows, qstride)
-                        if (need_ds) {
-                            for (int r = 0; r < rows; r++) {
-                                float *dsr = ds + (size_t)r * T;
-                                const float *pr = p + (size_t)r * T;
-                                int nkr = t0 + r + 1;
-                                memset(dsr, 0, (size_t)nk * sizeof(float));
-                                axpy_rows(dsr, g + r * qstride, vt, (size_t)L, hd, nkr);  // dp
-                                float pdp = 0.0f;
+                    const float *p = att + ((size_t)bb * NH + h) * T * T;
+                    size_t qoff = (size_t)bb * T * qstride + (size_t)h * hd;
+                    if (dv)
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, L, hd, L, 1.0f, p, T,
+                                    dout + qoff, (int)qstride, 1.0f, dv + kvoff, (int)kvstride);
+                    if (!need_ds) continue;
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, hd, 1.0f,
+                                dout + qoff, (int)qstride, v + kvoff, (int)kvstride, 0.0f, ds, T);
+                    for (int t = 0; t < L; t++) {
+                        const float *pr = p + (size_t)t * T;
+                        float *dr = ds + (size_t)t * T, pdp = 0.0f;
 #pragma omp simd reduction(+ : pdp)
-                                for (int s = 0; s < nkr; s++) pdp += pr[s] * dsr[s];
+                        for (int s2 = 0; s2 <= t; s2++) pdp += pr[s2] * dr[s2];
 #pragma omp simd
-                                for (int s = 0; s < nkr; s++)
-                                    dsr[s] = pr[s] * (dsr[s] - pdp) * scale;
-                                if (dq)
-                                    axpy_rows(dq + qoff + r * qstride, dsr, k + kvoff, kvstride,
-                                              nkr, hd);
-                            }
-                        }
-                        for (int s = 0; s < nk; s++) {
-                            float a[ATT_ROW_BLOCK];
-                            if (dv) {
-                                for (int r = 0; r < rows; r++) a[r] = p[(size_t)r * T + s];
-                                axpy_rows(dv + kvoff + s * kvstride, a, g, qstride, rows, hd);
-                            }
-                            if (dk) {
-                                for (int r = 0; r < rows; r++) a[r] = ds[(size_t)r * T + s];
-                                axpy_rows(dk + kvoff + s * kvstride, a, q + qoff, qstride, rows,
-                                          hd);
-                            }
-                        }
+                        for (int s2 = 0; s2 <= t; s2++) dr[s2] = pr[s2] * (dr[s2] - pdp) * scale;
+                        for (int s2 = t + 1; s2 < L; s2++) dr[s2] = 0.0f;
                     }
+                    if (dq)
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, hd, L, 1.0f, ds, T,
+                                    k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
+                    if (dk)
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, L, hd, L, 1.0f, ds, T,
+                                    q + qoff, (int)qstride, 1.0f, dk + kvoff, (int)kvstride);
                 }
             }
         }
         free(ds);
-        free(vt);
     }
 }
 
