@@ -79,7 +79,11 @@ struct Model {
     int *kv_len;               // host (kv_B)
     float *dec;                // decoding activations
     float *dec_act[NUM_DEC];
-    int *d_dec_tokens, *d_dec_pos, *d_dec_count, *d_prefill_start, *d_prefill_len;
+    int *d_dec_tokens;   // (kv_B) the decoded tokens
+    int *d_dec_pos;      // (kv_B) their positions, -1 for inactive rows (attention skips them)
+    int *d_store_start;  // (kv_B) cache row of each sequence's first stored key: 0 at prefill,
+                         // the new token's position at decode (also its RoPE position)
+    int *d_store_count;  // (kv_B) rows stored per sequence: prompt length / 1 or 0
     int *h_scratch;            // host (kv_B)
 };
 
@@ -205,9 +209,8 @@ static void free_kv(Model *m) {
     bk_free(m->bk, m->dec);
     bk_free(m->bk, m->d_dec_tokens);
     bk_free(m->bk, m->d_dec_pos);
-    bk_free(m->bk, m->d_dec_count);
-    bk_free(m->bk, m->d_prefill_start);
-    bk_free(m->bk, m->d_prefill_len);
+    bk_free(m->bk, m->d_store_start);
+    bk_free(m->bk, m->d_store_count);
     m->kcache = m->vcache = NULL;
     m->kv_B = 0;
 }
@@ -617,9 +620,8 @@ void model_kv_alloc(Model *m, int B) {
     }
     m->d_dec_tokens = bk_alloc(m->bk, (size_t)B * sizeof(int));
     m->d_dec_pos = bk_alloc(m->bk, (size_t)B * sizeof(int));
-    m->d_dec_count = bk_alloc(m->bk, (size_t)B * sizeof(int));
-    m->d_prefill_start = bk_alloc(m->bk, (size_t)B * sizeof(int));
-    m->d_prefill_len = bk_alloc(m->bk, (size_t)B * sizeof(int));
+    m->d_store_start = bk_alloc(m->bk, (size_t)B * sizeof(int));
+    m->d_store_count = bk_alloc(m->bk, (size_t)B * sizeof(int));
 }
 
 int model_kv_len(const Model *m, int b) { return m->kv_len[b]; }
@@ -640,13 +642,13 @@ void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T
     int KW = c->n_kv_heads * m->head_dim, C = c->d_model;
     size_t N = (size_t)B * T;
     for (int b = 0; b < B; b++) m->h_scratch[b] = 0;
-    bk_upload(m->bk, m->d_prefill_start, m->h_scratch, (size_t)B * sizeof(int));
-    bk_upload(m->bk, m->d_prefill_len, lengths, (size_t)B * sizeof(int));
+    bk_upload(m->bk, m->d_store_start, m->h_scratch, (size_t)B * sizeof(int));
+    bk_upload(m->bk, m->d_store_count, lengths, (size_t)B * sizeof(int));
     for (int l = 0; l < c->n_layers; l++) {
-        kn_kv_store(m->bk, m->kcache[l], m->act[ACT_K] + (size_t)l * N * KW, m->d_prefill_start,
-                    m->d_prefill_len, B, T, c->max_seq_len, KW);
-        kn_kv_store(m->bk, m->vcache[l], m->act[ACT_V] + (size_t)l * N * KW, m->d_prefill_start,
-                    m->d_prefill_len, B, T, c->max_seq_len, KW);
+        kn_kv_store(m->bk, m->kcache[l], m->act[ACT_K] + (size_t)l * N * KW, m->d_store_start,
+                    m->d_store_count, B, T, c->max_seq_len, KW);
+        kn_kv_store(m->bk, m->vcache[l], m->act[ACT_V] + (size_t)l * N * KW, m->d_store_start,
+                    m->d_store_count, B, T, c->max_seq_len, KW);
     }
     // the residual stream at each sequence's last prompt token -> logits
     float *x_last = m->dec_act[DEC_X];
@@ -682,9 +684,9 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
     bk_upload(bk, m->d_dec_tokens, tok, (size_t)B * sizeof(int));
     // RoPE needs a valid position even for inactive rows (their results are discarded)
     for (int b = 0; b < B; b++) tok[b] = pos[b] < 0 ? 0 : pos[b];
-    bk_upload(bk, m->d_prefill_start, tok, (size_t)B * sizeof(int));  // rope positions / store start
+    bk_upload(bk, m->d_store_start, tok, (size_t)B * sizeof(int));
     bk_upload(bk, m->d_dec_pos, pos, (size_t)B * sizeof(int));
-    bk_upload(bk, m->d_dec_count, count, (size_t)B * sizeof(int));
+    bk_upload(bk, m->d_store_count, count, (size_t)B * sizeof(int));
     free(tok);
     free(count);
 
@@ -698,10 +700,10 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
         kn_matmul_forward(bk, q, ln, layer_param(P, m, l, T_WQ), B, C, QW);
         kn_matmul_forward(bk, k, ln, layer_param(P, m, l, T_WK), B, C, KW);
         kn_matmul_forward(bk, v, ln, layer_param(P, m, l, T_WV), B, C, KW);
-        kn_rope_forward(bk, q, m->d_prefill_start, B, NH, hd, c->rope_theta);
-        kn_rope_forward(bk, k, m->d_prefill_start, B, NKV, hd, c->rope_theta);
-        kn_kv_store(bk, m->kcache[l], k, m->d_prefill_start, m->d_dec_count, B, 1, c->max_seq_len, KW);
-        kn_kv_store(bk, m->vcache[l], v, m->d_prefill_start, m->d_dec_count, B, 1, c->max_seq_len, KW);
+        kn_rope_forward(bk, q, m->d_store_start, B, NH, hd, c->rope_theta);
+        kn_rope_forward(bk, k, m->d_store_start, B, NKV, hd, c->rope_theta);
+        kn_kv_store(bk, m->kcache[l], k, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
+        kn_kv_store(bk, m->vcache[l], v, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
         kn_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, B,
                             c->max_seq_len, NH, NKV, hd);
         kn_matmul_forward(bk, proj, atty, layer_param(P, m, l, T_WO), B, QW, C);
