@@ -63,7 +63,7 @@ $(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
-$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h)
+$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h) src/sim/objective.h src/sim/config.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

@@ -200,6 +200,17 @@ void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B,
                float temperature, float top_p, uint64_t seed, const uint64_t *counters) {
     DISPATCH(sample, tokens, logp, logits, B, V, temperature, top_p, seed, counters);
 }
+void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
+                         const float *rewards, int P, int G, const struct ObjectiveConfig *oc) {
+    DISPATCH(group_advantages, adv, group_mean, group_std, rewards, P, G, oc);
+}
+void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
+                      int *clip_high, const float *logp, const float *logp_old,
+                      const float *logp_ref, const float *adv, const int *start, const int *len,
+                      int n, int T, const struct ObjectiveConfig *oc) {
+    DISPATCH(token_weights, w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, adv,
+             start, len, n, T, oc);
+}
 double kn_sum_squares(Backend *b, const float *g, size_t n) { DISPATCH_RET(sum_squares, g, n); }
 void kn_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v, size_t n,
                      float lr, float beta1, float beta2, float eps, float weight_decay,

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "../sim/objective.h"
 #include "cpu_ops.h"
 #include "philox.h"
 
@@ -677,6 +678,45 @@ void cpu_sample(Backend *b, int *tokens, float *logp, const float *logits, int B
         }
         free(sorted);
         free(e);
+    }
+}
+
+// ---- RL objective: the formulas are objective.h's OBJ_HD functions (CUDA calls the same)
+
+void cpu_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
+                          const float *rewards, int P, int G, const struct ObjectiveConfig *oc) {
+    compute_advantages(oc, rewards, P, G, adv, group_mean, group_std);
+}
+
+// One serial pass in response order (n*T is small next to the forward that produced logp).
+void cpu_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
+                       int *clip_high, const float *logp, const float *logp_old,
+                       const float *logp_ref, const float *adv, const int *start, const int *len,
+                       int n, int T, const struct ObjectiveConfig *oc) {
+    size_t NT = (size_t)n * T;
+    memset(w, 0, NT * sizeof(float));
+    if (loss) memset(loss, 0, NT * sizeof(float));
+    if (kl) memset(kl, 0, NT * sizeof(float));
+    double sum_len = 0;
+    for (int k = 0; k < n; k++) sum_len += len[k];
+    for (int k = 0; k < n; k++) {
+        float A = adv[k];
+        float c = aggregation_coef(oc->aggregation, n, len[k], sum_len, oc->l_max);
+        int lo = 0, hi = 0;
+        for (int t = 0; t < len[k]; t++) {
+            size_t p = (size_t)k * T + (size_t)(start[k] + t);
+            float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp;
+            w[p] = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
+            if (loss) loss[p] = ppo_token_loss(A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
+            if (kl) kl[p] = kl_k3(lp, lp_ref);
+            if (ppo_clipped(A, expf(lp - lp_old), oc->eps_low, oc->eps_high)) {
+                if (A < 0) lo++;
+                else hi++;
+            }
+        }
+        if (coef) coef[k] = c;
+        if (clip_low) clip_low[k] = lo;
+        if (clip_high) clip_high[k] = hi;
     }
 }
 

@@ -25,6 +25,7 @@
 
 extern "C" {
 #include "../common.h"
+#include "../sim/objective.h"  // the objective's formulas (OBJ_HD: host and device)
 }
 // Every cuda_* function below is defined extern "C" with the signature declared in
 // cuda_ops.h, which the compiler checks against these definitions.
@@ -1142,6 +1143,99 @@ extern "C" void cuda_sample(Backend *b, int *tokens, float *logp, const float *l
     sample_kernel<<<row_blocks((size_t)B, "sample"), SAMPLE_THREADS, smem>>>(
         tokens, logp, logits, V, temperature, top_p, seed, counters);
     LAUNCH_CHECK("sample_kernel");
+}
+
+// ---------------------------------------------------------------- RL objective
+// The formulas are objective.h's OBJ_HD functions, the very ones the CPU reference calls;
+// the kernels only spread them over threads. The knobs travel by value.
+
+// One block: thread 0 computes the batch std (only SCALE_BATCH_STD reads it), then one
+// thread per group runs group_advantages over its G rewards.
+#define ADV_THREADS 256
+__global__ void group_advantages_kernel(float *adv, float *group_mean, float *group_std,
+                                        const float *rewards, int P, int G, ObjectiveConfig oc) {
+    __shared__ double batch_std;
+    if (threadIdx.x == 0)
+        batch_std = oc.scale == SCALE_BATCH_STD ? reward_std(rewards, P * G, oc.std_ddof) : 0.0;
+    __syncthreads();
+    for (int g = threadIdx.x; g < P; g += blockDim.x)
+        group_advantages(&oc, rewards + (size_t)g * G, G, batch_std, adv + (size_t)g * G,
+                         group_mean ? group_mean + g : NULL, group_std ? group_std + g : NULL);
+}
+
+extern "C" void cuda_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
+                                      const float *rewards, int P, int G,
+                                      const struct ObjectiveConfig *oc) {
+    (void)b;
+    if (P <= 0 || G <= 0) return;
+    group_advantages_kernel<<<1, ADV_THREADS>>>(adv, group_mean, group_std, rewards, P, G, *oc);
+    LAUNCH_CHECK("group_advantages_kernel");
+}
+
+// One block per response k, threads over its row of T positions; the clip counts are
+// per-thread integers added by thread 0 in thread order (exact).
+#define TW_THREADS 128
+__global__ void token_weights_kernel(float *w, float *loss, float *kl, float *coef,
+                                     int *clip_low, int *clip_high, const float *logp,
+                                     const float *logp_old, const float *logp_ref,
+                                     const float *adv, const int *start, const int *len, int n,
+                                     int T, ObjectiveConfig oc) {
+    __shared__ double sum_len;
+    __shared__ int lo_part[TW_THREADS], hi_part[TW_THREADS];
+    int k = blockIdx.x;
+    if (threadIdx.x == 0) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += len[j];
+        sum_len = s;
+    }
+    __syncthreads();
+    float A = adv[k];
+    float c = aggregation_coef(oc.aggregation, n, len[k], sum_len, oc.l_max);
+    int s0 = start[k], lk = len[k], lo = 0, hi = 0;
+    for (int t = threadIdx.x; t < T; t += blockDim.x) {
+        size_t p = (size_t)k * T + t;
+        int rt = t - s0;
+        float wt = 0.0f, lt = 0.0f, kt = 0.0f;
+        if (rt >= 0 && rt < lk) {
+            float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp;
+            wt = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc.eps_low, oc.eps_high, oc.beta);
+            if (loss) lt = ppo_token_loss(A, lp, lp_old, lp_ref, oc.eps_low, oc.eps_high, oc.beta);
+            if (kl) kt = kl_k3(lp, lp_ref);
+            if (ppo_clipped(A, expf(lp - lp_old), oc.eps_low, oc.eps_high)) {
+                if (A < 0) lo++;
+                else hi++;
+            }
+        }
+        w[p] = wt;
+        if (loss) loss[p] = lt;
+        if (kl) kl[p] = kt;
+    }
+    lo_part[threadIdx.x] = lo;
+    hi_part[threadIdx.x] = hi;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int sl = 0, sh = 0;
+        for (int i = 0; i < blockDim.x; i++) {
+            sl += lo_part[i];
+            sh += hi_part[i];
+        }
+        if (coef) coef[k] = c;
+        if (clip_low) clip_low[k] = sl;
+        if (clip_high) clip_high[k] = sh;
+    }
+}
+
+extern "C" void cuda_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef,
+                                   int *clip_low, int *clip_high, const float *logp,
+                                   const float *logp_old, const float *logp_ref, const float *adv,
+                                   const int *start, const int *len, int n, int T,
+                                   const struct ObjectiveConfig *oc) {
+    (void)b;
+    if (n <= 0 || T <= 0) return;
+    token_weights_kernel<<<row_blocks((size_t)n, "token_weights"), TW_THREADS>>>(
+        w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, adv, start, len, n, T,
+        *oc);
+    LAUNCH_CHECK("token_weights_kernel");
 }
 
 // ---------------------------------------------------------------- optimizer

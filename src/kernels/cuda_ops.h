@@ -58,6 +58,13 @@ void cuda_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
                           const int *targets, const float *lse, int N, int C, int V);
 void cuda_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
                 float temperature, float top_p, uint64_t seed, const uint64_t *counters);
+void cuda_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
+                           const float *rewards, int P, int G,
+                           const struct ObjectiveConfig *oc);
+void cuda_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
+                        int *clip_high, const float *logp, const float *logp_old,
+                        const float *logp_ref, const float *adv, const int *start,
+                        const int *len, int n, int T, const struct ObjectiveConfig *oc);
 double cuda_sum_squares(Backend *b, const float *g, size_t n);
 void cuda_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v,
                       size_t n, float lr, float beta1, float beta2, float eps,

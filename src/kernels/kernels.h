@@ -150,6 +150,32 @@ void kn_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
 void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
                float temperature, float top_p, uint64_t seed, const uint64_t *counters);
 
+// ---- RL objective: advantages and token weights (the formulas are sim/objective.h's OBJ_HD
+// functions, called by both backends; the knobs come in oc, a host pointer).
+struct ObjectiveConfig;
+// Group advantages: rewards (P*G), group g = responses g*G .. g*G+G-1 -> adv (P*G)
+// A_i = (r_i - b_i) / s_i (group_advantages of objective.h; batch_std over all P*G);
+// group_mean (P), group_std (P) the groups' reward statistics (NULL: not written).
+void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
+                         const float *rewards, int P, int G, const struct ObjectiveConfig *oc);
+// PPO-clip token weights of a minibatch of n responses in the trainer's (n,T) layout: the
+// tokens of response k are row k, positions start[k] .. start[k]+len[k]-1 (the logp of a
+// response token sits at its input position). M = n; sum_len = sum_k len[k].
+// logp, logp_old (n,T); logp_ref (n,T) or NULL (then pi_ref = pi_theta: no KL);
+// adv (n) A_k; start, len (n) ->
+//   w (n,T)     token weight w = -dL/dlogp = ppo_token_weight(c_k, A_k, ...), 0 elsewhere;
+//   loss (n,T)  per-token loss l = ppo_token_loss(A_k, ...) before c_k, 0 elsewhere
+//               (L = sum_k sum_t coef[k] * loss);
+//   kl (n,T)    KL_k3(pi_theta, pi_ref) per token, 0 elsewhere;
+//   coef (n)    aggregation coefficient c_k;
+//   clip_low, clip_high (n): tokens of response k where the clip binds with A < 0 / A > 0.
+// Every output but w may be NULL (not computed). Positions outside the responses are
+// never read.
+void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
+                      int *clip_high, const float *logp, const float *logp_old,
+                      const float *logp_ref, const float *adv, const int *start, const int *len,
+                      int n, int T, const struct ObjectiveConfig *oc);
+
 // ---- optimizer
 // Sum of squares of g (n), returned on the host; deterministic order.
 double kn_sum_squares(Backend *b, const float *g, size_t n);

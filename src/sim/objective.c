@@ -1,5 +1,5 @@
-// objective.c: presets, the [objective] config section, and the batch-level advantage
-// computation. The per-token formulas are in objective.h.
+// objective.c: presets, the [objective] config section, and the batch-level loop of the
+// advantages. Every formula is in objective.h.
 #include "objective.h"
 
 #include <stdio.h>
@@ -79,40 +79,10 @@ int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *
     return 0;
 }
 
-double reward_std(const float *x, int n, int ddof) {
-    if (n - ddof < 1) return 0.0;
-    double mean = 0, ss = 0;
-    for (int i = 0; i < n; i++) mean += x[i];
-    mean /= n;
-    for (int i = 0; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
-    return sqrt(ss / (double)(n - ddof));
-}
-
 void compute_advantages(const ObjectiveConfig *oc, const float *rewards, int P, int G, float *adv,
                         float *group_mean, float *group_std) {
     double batch_std = oc->scale == SCALE_BATCH_STD ? reward_std(rewards, P * G, oc->std_ddof) : 0;
-    for (int g = 0; g < P; g++) {
-        const float *r = rewards + (size_t)g * G;
-        float *a = adv + (size_t)g * G;
-        double sum = 0;
-        for (int i = 0; i < G; i++) sum += r[i];
-        double mean = sum / G, std = reward_std(r, G, oc->std_ddof);
-        int all_equal = 1;
-        for (int i = 1; i < G; i++) all_equal &= r[i] == r[0];
-        if (group_mean) group_mean[g] = (float)mean;
-        if (group_std) group_std[g] = (float)std;
-        for (int i = 0; i < G; i++) {
-            if (all_equal) {  // no signal: exactly zero under every baseline and scale
-                a[i] = 0.0f;
-                continue;
-            }
-            // baseline b_i
-            double b = oc->baseline == BASELINE_LEAVE_ONE_OUT ? (sum - r[i]) / (G - 1) : mean;
-            // scale s_i
-            double s = oc->scale == SCALE_GROUP_STD   ? std + oc->std_eps
-                       : oc->scale == SCALE_BATCH_STD ? batch_std + oc->std_eps
-                                                      : 1.0;
-            a[i] = (float)((r[i] - b) / s);
-        }
-    }
+    for (int g = 0; g < P; g++)
+        group_advantages(oc, rewards + (size_t)g * G, G, batch_std, adv + (size_t)g * G,
+                         group_mean ? group_mean + g : NULL, group_std ? group_std + g : NULL);
 }

@@ -1,7 +1,8 @@
 // objective.h: the RL objectives (GRPO, Dr. GRPO, DAPO token-level, RLOO) as independent
-// knobs, and every formula of them in exactly one place. The per-response and per-token
-// formulas are static inline functions marked for host and device (OBJ_HD), so the CUDA
-// backend runs the same arithmetic the CPU tests check.
+// knobs, and every formula of them in exactly one place. The per-group, per-response and
+// per-token formulas are static inline functions marked for host and device (OBJ_HD): the
+// CPU and CUDA ops kn_group_advantages and kn_token_weights (kernels.h) both call them, so
+// the CUDA backend runs the same arithmetic the CPU tests check.
 //
 // Notation (../shared/DESIGN.md, Liu et al. 2025): a rollout batch of P prompts x G
 // responses; response i has reward r_i, length |o_i| (generated tokens, EOS included), group
@@ -46,7 +47,7 @@ typedef enum {
     AGG_SEQ_MEAN_TOKEN_SUM = 3,       // rloo
 } Aggregation;
 
-typedef struct {
+typedef struct ObjectiveConfig {  // named: kernels.h declares it as struct ObjectiveConfig
     char preset[16];       // grpo | dr_grpo | dapo | rloo (the defaults the knobs start from)
     Baseline baseline;
     Scale scale;
@@ -88,16 +89,19 @@ OBJ_HD int ppo_clipped(float advantage, float ratio, float eps_low, float eps_hi
            (advantage < 0.0f && ratio < 1.0f - eps_low);
 }
 
+// KL_k3 = exp(lr) - lr - 1, lr = log pi_ref - log pi_theta, of one token (>= 0; 0 at pi_ref = pi_theta).
+OBJ_HD float kl_k3(float logp, float logp_ref) {
+    float lr = logp_ref - logp;
+    return expf(lr) - lr - 1.0f;
+}
+
 // Per-token loss l_{i,t} (before the coefficient c_i).
 OBJ_HD float ppo_token_loss(float advantage, float logp, float logp_old, float logp_ref,
                             float eps_low, float eps_high, float beta) {
     float ratio = expf(logp - logp_old);
     float clipped = fminf(fmaxf(ratio, 1.0f - eps_low), 1.0f + eps_high);
     float l = -fminf(ratio * advantage, clipped * advantage);
-    if (beta != 0.0f) {
-        float lr = logp_ref - logp;
-        l += beta * (expf(lr) - lr - 1.0f);
-    }
+    if (beta != 0.0f) l += beta * kl_k3(logp, logp_ref);
     return l;
 }
 
@@ -110,16 +114,53 @@ OBJ_HD float ppo_token_weight(float coef, float advantage, float logp, float log
     return coef * w;
 }
 
+// ---- per-group formulas (host and device)
+
+// Standard deviation of x (n) with ddof (0 or 1); 0 when n - ddof < 1.
+OBJ_HD double reward_std(const float *x, int n, int ddof) {
+    if (n - ddof < 1) return 0.0;
+    double mean = 0, ss = 0;
+    for (int i = 0; i < n; i++) mean += x[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
+    return sqrt(ss / (double)(n - ddof));
+}
+
+// Advantages A_i = (r_i - b_i) / s_i of one group: rewards r (G) -> adv (G). batch_std is
+// the std of the whole rollout batch's rewards (read only with SCALE_BATCH_STD). A group
+// with all-equal rewards gets exactly 0 (no NaN). The group's reward mean and std (with the
+// config's ddof) go to *mean_out and *std_out if not NULL.
+OBJ_HD void group_advantages(const ObjectiveConfig *oc, const float *r, int G, double batch_std,
+                             float *adv, float *mean_out, float *std_out) {
+    double sum = 0;
+    for (int i = 0; i < G; i++) sum += r[i];
+    double mean = sum / G, std = reward_std(r, G, oc->std_ddof);
+    int all_equal = 1;
+    for (int i = 1; i < G; i++) all_equal &= r[i] == r[0];
+    if (mean_out) *mean_out = (float)mean;
+    if (std_out) *std_out = (float)std;
+    for (int i = 0; i < G; i++) {
+        if (all_equal) {  // no signal: exactly zero under every baseline and scale
+            adv[i] = 0.0f;
+            continue;
+        }
+        // baseline b_i
+        double b = oc->baseline == BASELINE_LEAVE_ONE_OUT ? (sum - r[i]) / (G - 1) : mean;
+        // scale s_i
+        double s = oc->scale == SCALE_GROUP_STD   ? std + oc->std_eps
+                   : oc->scale == SCALE_BATCH_STD ? batch_std + oc->std_eps
+                                                  : 1.0;
+        adv[i] = (float)((r[i] - b) / s);
+    }
+}
+
 // ---- batch-level (host)
 
 // Advantages of a rollout batch: rewards (P*G), grouped by prompt (group g = responses
-// g*G .. g*G+G-1) -> adv (P*G). Groups with all-equal rewards get exactly 0 (no NaN).
-// group_std (P) and group_mean (P), if not NULL, receive each group's reward statistics
-// (std with the config's ddof).
+// g*G .. g*G+G-1) -> adv (P*G), group_advantages per group. group_std (P) and group_mean (P),
+// if not NULL, receive each group's reward statistics (std with the config's ddof).
+// The CPU reference of kn_group_advantages (kernels.h), which runs this on either backend.
 void compute_advantages(const ObjectiveConfig *oc, const float *rewards, int P, int G,
                         float *adv, float *group_mean, float *group_std);
-
-// Standard deviation of x (n) with ddof (0 or 1); 0 when n - ddof < 1.
-double reward_std(const float *x, int n, int ddof);
 
 #endif

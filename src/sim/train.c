@@ -45,7 +45,7 @@ static int pack_minibatch(const Rollout *r, const int *idx, int n, int *tokens, 
     return T;
 }
 
-// Forward of m over the minibatch; host copies of logp (and entropy, if not NULL) (n, T).
+// Forward of m over the minibatch; host copies of logp and entropy (n, T), each if not NULL.
 static int minibatch_forward(Model *m, const Rollout *r, const int *idx, int n, float **logp,
                              float **entropy) {
     int cap = 1;
@@ -58,8 +58,10 @@ static int minibatch_forward(Model *m, const Rollout *r, const int *idx, int n, 
     int T = pack_minibatch(r, idx, n, tokens, targets, lengths);
     model_forward(m, tokens, targets, lengths, n, T);
     Backend *bk = model_backend(m);
-    *logp = xmalloc((size_t)n * T * sizeof(float));
-    bk_download(bk, *logp, model_logp(m), (size_t)n * T * sizeof(float));
+    if (logp) {
+        *logp = xmalloc((size_t)n * T * sizeof(float));
+        bk_download(bk, *logp, model_logp(m), (size_t)n * T * sizeof(float));
+    }
     if (entropy) {
         *entropy = xmalloc((size_t)n * T * sizeof(float));
         bk_download(bk, *entropy, model_entropy(m), (size_t)n * T * sizeof(float));
@@ -89,57 +91,113 @@ void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int 
     }
 }
 
-// Backward of dL/dlogp = -w (host, (n, T)) through the last forward.
-static void backward_weights(Model *m, const float *w_host, int n, int T) {
+// Backward of dL/dlogp = -w (device, (n, T)) through the last forward.
+static void backward_weights(Model *m, const float *d_w, int n, int T) {
     Backend *bk = model_backend(m);
     size_t NT = (size_t)n * T;
-    float *dlogp = xmalloc(NT * sizeof(float));
-    for (size_t j = 0; j < NT; j++) dlogp[j] = -w_host[j];
     float *d_dlogp = bk_alloc(bk, NT * sizeof(float));
-    bk_upload(bk, d_dlogp, dlogp, NT * sizeof(float));
+    bk_copy(bk, d_dlogp, d_w, NT * sizeof(float));
+    kn_scale(bk, d_dlogp, -1.0f, NT);
     model_backward(m, d_dlogp, NULL);
     bk_free(bk, d_dlogp);
-    free(dlogp);
+}
+
+// One minibatch's kn_token_weights on the backend: its inputs in the (n, T) layout of the
+// forward (uploaded from the rollout) and its outputs.
+typedef struct {
+    float *logp_old, *logp_ref, *adv, *w, *loss, *kl, *coef;
+    int *start, *len, *clip_low, *clip_high;
+} TokenWeightBuffers;
+
+static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, const Rollout *r,
+                                        const int *idx, int n, int T) {
+    size_t NT = (size_t)n * T, fb = NT * sizeof(float), nb = (size_t)n * sizeof(float);
+    float *old_h = xcalloc(NT, sizeof(float)), *ref_h = r->logp_ref ? xcalloc(NT, sizeof(float)) : NULL;
+    float *adv_h = xmalloc(nb);
+    int *start_h = xmalloc((size_t)n * sizeof(int)), *len_h = xmalloc((size_t)n * sizeof(int));
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        adv_h[k] = r->advantage[i];
+        start_h[k] = r->prompt_len[i] - 1;
+        len_h[k] = r->resp_len[i];
+        for (int t = 0; t < r->resp_len[i]; t++) {
+            size_t p = token_pos(r, i, k, T, t);
+            old_h[p] = r->logp_old[r->tok_offset[i] + t];
+            if (ref_h) ref_h[p] = r->logp_ref[r->tok_offset[i] + t];
+        }
+    }
+    d->logp_old = bk_alloc(bk, fb);
+    d->logp_ref = ref_h ? bk_alloc(bk, fb) : NULL;
+    d->w = bk_alloc(bk, fb);
+    d->loss = bk_alloc(bk, fb);
+    d->kl = bk_alloc(bk, fb);
+    d->adv = bk_alloc(bk, nb);
+    d->coef = bk_alloc(bk, nb);
+    d->start = bk_alloc(bk, (size_t)n * sizeof(int));
+    d->len = bk_alloc(bk, (size_t)n * sizeof(int));
+    d->clip_low = bk_alloc(bk, (size_t)n * sizeof(int));
+    d->clip_high = bk_alloc(bk, (size_t)n * sizeof(int));
+    bk_upload(bk, d->logp_old, old_h, fb);
+    if (ref_h) bk_upload(bk, d->logp_ref, ref_h, fb);
+    bk_upload(bk, d->adv, adv_h, nb);
+    bk_upload(bk, d->start, start_h, (size_t)n * sizeof(int));
+    bk_upload(bk, d->len, len_h, (size_t)n * sizeof(int));
+    free(old_h);
+    free(ref_h);
+    free(adv_h);
+    free(start_h);
+    free(len_h);
+}
+
+static void token_weight_buffers_free(Backend *bk, TokenWeightBuffers *d) {
+    void *all[] = {d->logp_old, d->logp_ref, d->adv, d->w, d->loss, d->kl, d->coef,
+                   d->start, d->len, d->clip_low, d->clip_high};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++) bk_free(bk, all[j]);
 }
 
 double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
                                 const int *idx, int n, float *weights, const float *unbiased_adv,
                                 MinibatchStats *st) {
-    float *logp, *entropy;
-    int T = minibatch_forward(m, r, idx, n, &logp, &entropy);
+    Backend *bk = model_backend(m);
+    float *entropy;
+    int T = minibatch_forward(m, r, idx, n, NULL, &entropy);
     size_t NT = (size_t)n * T;
-    float *w = xcalloc(NT, sizeof(float));
-    double sum_len = 0;
-    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
+    // the token weights on the backend, from the forward's logp where it lies
+    TokenWeightBuffers d;
+    token_weight_buffers_upload(bk, &d, r, idx, n, T);
+    kn_token_weights(bk, d.w, d.loss, oc->beta != 0.0f ? d.kl : NULL, d.coef, d.clip_low,
+                     d.clip_high, model_logp(m), d.logp_old, d.logp_ref, d.adv, d.start, d.len, n,
+                     T, oc);
+    // the step's statistics and the logged weights, summed on the host in response order
+    float *w = xmalloc(NT * sizeof(float)), *loss = xmalloc(NT * sizeof(float));
+    float *kl = oc->beta != 0.0f ? xmalloc(NT * sizeof(float)) : NULL;
+    float *coef = xmalloc((size_t)n * sizeof(float));
+    int *clip_low = xmalloc((size_t)n * sizeof(int)), *clip_high = xmalloc((size_t)n * sizeof(int));
+    bk_download(bk, w, d.w, NT * sizeof(float));
+    bk_download(bk, loss, d.loss, NT * sizeof(float));
+    if (kl) bk_download(bk, kl, d.kl, NT * sizeof(float));
+    bk_download(bk, coef, d.coef, (size_t)n * sizeof(float));
+    bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
+    bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
     MinibatchStats s = {0};
     for (int k = 0; k < n; k++) {
         int i = idx[k];
-        float A = r->advantage[i];
-        float c = aggregation_coef(oc->aggregation, n, r->resp_len[i], sum_len, oc->l_max);
         for (int t = 0; t < r->resp_len[i]; t++) {
             size_t p = token_pos(r, i, k, T, t);
-            int o = r->tok_offset[i] + t;
-            float lp = logp[p], lp_old = r->logp_old[o], lp_ref = r->logp_ref ? r->logp_ref[o] : lp;
-            w[p] = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
-            if (weights) weights[o] = w[p];
-            s.loss += (double)c * ppo_token_loss(A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
-            float ratio = expf(lp - lp_old);
-            if (ppo_clipped(A, ratio, oc->eps_low, oc->eps_high)) {
-                if (A < 0) s.clipped_low++;
-                else s.clipped_high++;
-            }
-            // KL_k3 of objective.h: the per-token loss at A = 0 and beta = 1 is exactly it
-            if (oc->beta != 0.0f) s.kl_sum += ppo_token_loss(0.0f, lp, lp_old, lp_ref, 0, 0, 1.0f);
+            if (weights) weights[r->tok_offset[i] + t] = w[p];
+            s.loss += (double)coef[k] * loss[p];
+            if (kl) s.kl_sum += kl[p];
             s.entropy_sum += entropy[p];
             s.tokens++;
         }
+        s.clipped_low += clip_low[k];
+        s.clipped_high += clip_high[k];
     }
-    backward_weights(m, w, n, T);
+    backward_weights(m, d.w, n, T);
     double cosine = NAN;
     if (unbiased_adv) {
         // the unbiased policy gradient: weight (r_i - mean of the group) on every token
         size_t np = model_num_params(m);
-        Backend *bk = model_backend(m);
         float *g_obj = xmalloc(np * sizeof(float)), *g_unb = xmalloc(np * sizeof(float));
         bk_download(bk, g_obj, model_grads(m), np * sizeof(float));
         memset(w, 0, NT * sizeof(float));
@@ -147,8 +205,9 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
             int i = idx[k];
             for (int t = 0; t < r->resp_len[i]; t++) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
         }
+        bk_upload(bk, d.w, w, NT * sizeof(float));
         model_zero_grad(m);
-        backward_weights(m, w, n, T);
+        backward_weights(m, d.w, n, T);
         bk_download(bk, g_unb, model_grads(m), np * sizeof(float));
         bk_upload(bk, model_grads(m), g_obj, np * sizeof(float));
         double dot = 0, na = 0, nb = 0;
@@ -162,8 +221,13 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
         free(g_unb);
     }
     if (st) *st = s;
+    token_weight_buffers_free(bk, &d);
     free(w);
-    free(logp);
+    free(loss);
+    free(kl);
+    free(coef);
+    free(clip_low);
+    free(clip_high);
     free(entropy);
     return cosine;
 }
@@ -481,6 +545,8 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         float *rewards = xmalloc((size_t)N * sizeof(float)), *adv = xmalloc((size_t)N * sizeof(float));
         float *unbiased = xmalloc((size_t)N * sizeof(float));
         float *gmean = xmalloc((size_t)P * sizeof(float)), *gstd = xmalloc((size_t)P * sizeof(float));
+        float *d_rewards = bk_alloc(bk, (size_t)N * sizeof(float)), *d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
+        float *d_gmean = bk_alloc(bk, (size_t)P * sizeof(float)), *d_gstd = bk_alloc(bk, (size_t)P * sizeof(float));
         int *tok_off = xmalloc((size_t)N * sizeof(int)), *kept = xmalloc((size_t)N * sizeof(int));
         int *order = xmalloc((size_t)N * sizeof(int));
         Verdict *verd = xmalloc((size_t)N * sizeof(Verdict));
@@ -557,7 +623,13 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                 n_dis += verd[i].disagreement;
                 n_check += verd[i].self_checked;
             }
-            compute_advantages(&oc, rewards, P, G, adv, gmean, gstd);
+            // advantages on the backend (the verifier's rewards come from the host; the
+            // advantages and group statistics go back for the minibatches and the log)
+            bk_upload(bk, d_rewards, rewards, (size_t)N * sizeof(float));
+            kn_group_advantages(bk, d_adv, d_gmean, d_gstd, d_rewards, P, G, &oc);
+            bk_download(bk, adv, d_adv, (size_t)N * sizeof(float));
+            bk_download(bk, gmean, d_gmean, (size_t)P * sizeof(float));
+            bk_download(bk, gstd, d_gstd, (size_t)P * sizeof(float));
             int n_kept = 0, n_mixed = 0;
             for (int p = 0; p < P; p++) {
                 int mixed = 0;
@@ -708,6 +780,10 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         free(unbiased);
         free(gmean);
         free(gstd);
+        bk_free(bk, d_rewards);
+        bk_free(bk, d_adv);
+        bk_free(bk, d_gmean);
+        bk_free(bk, d_gstd);
         free(tok_off);
         free(kept);
         free(order);

@@ -2,11 +2,13 @@
 //
 // One step (../shared/DESIGN.md "Data flow of one RL step"):
 //   draw P training tasks (pool index step*P + p), sample G responses each (sequence id
-//   (step*P + p)*G + g), verify -> rewards, compute_advantages, optional dynamic sampling
-//   (groups whose rewards are all equal are dropped from the update), then ppo_epochs epochs
-//   over minibatches of M responses in a Philox shuffle keyed by (run.seed, step, epoch):
-//   forward, per-token weight w = ppo_token_weight(c_i, A_i, ...), dlogp = -w on the response
-//   tokens, backward, one AdamW step per minibatch.
+//   (step*P + p)*G + g), verify -> rewards, advantages (kn_group_advantages), optional
+//   dynamic sampling (groups whose rewards are all equal are dropped from the update), then
+//   ppo_epochs epochs over minibatches of M responses in a Philox shuffle keyed by
+//   (run.seed, step, epoch): forward, per-token weight w = ppo_token_weight(c_i, A_i, ...)
+//   (kn_token_weights, on the backend where the forward's log-probs lie), dlogp = -w on the
+//   response tokens, backward, one AdamW step per minibatch. The weights and the loss, KL and
+//   clip terms come back to the host only for the log and the step's statistics.
 //
 // pi_old: the old log-probs are recomputed with a forward pass over each minibatch of the
 // first epoch (same composition, same padding, before any update) rather than taken from the
@@ -67,8 +69,9 @@ typedef struct {
 void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n);
 
 // One forward over the minibatch idx[0..n) of r, the token weights w of objective oc
-// (aggregation over this minibatch, M = n) written to weights (per-token layout of r; may be
-// NULL), and one backward with dlogp = -w, accumulated into m's gradients. If
+// (kn_token_weights; aggregation over this minibatch, M = n) written to weights (per-token
+// layout of r; may be NULL), and one backward with dlogp = -w, accumulated into m's
+// gradients. The statistics in st are summed on the host in response order. If
 // unbiased_adv is not NULL, the gradients of the unbiased policy gradient on the same forward
 // (token weight unbiased_adv[i] on every token of response i, sum over tokens, no
 // normalisation) are then computed as well: its cosine with the objective's gradient is
