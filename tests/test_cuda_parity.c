@@ -10,13 +10,15 @@
 //                    expf/sinf differ between the backends
 //   TOL_CANCEL 2e-5  gradients formed from cancelling sums: attention backward
 //                    (dS = P (dP - D), D the P-weighted mean of dP) and logprob backward
-//                    (onehot - p, and p (log p + H)); rounding differences are amplified
+//                    (onehot - p, and p (log p + H)); rounding differences are amplified;
+//                    and token_weights' KL k3 = exp(lr) - lr - 1, which cancels for small lr
 //   TOL_TF32   2e-3  TF32 tensor-core matmuls: operands keep 10 mantissa bits (unit
 //                    roundoff 2^-11, or 2^-10 where the hardware truncates), ~5e-4 to 1e-3
 //                    relative per product
-//   exact            kv_store (a copy) and sampled token ids
+//   exact            kv_store (a copy), sampled token ids, token_weights' clip counts
 //   1e-12            sum_squares (double accumulation on both sides)
-// Skips cleanly (exit 0) when the CUDA backend is not built or no device is present.
+// Skips cleanly (exit 0) when the CUDA backend is not built or no device is present;
+// GRPOLAB_PARITY_SELF=1 runs every test CPU against CPU (a check of the tests themselves).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 
 #include "test_util.h"
 #include "kernels/kernels.h"
+#include "sim/objective.h"
 
 #ifdef GRPOLAB_CUDA
 
@@ -118,6 +121,17 @@ static void check_pair(const char *what, Pair p, double tol) {
     free(c);
     free(g);
     tu_check_rel(what, e, tol);
+}
+
+// An output that must be exactly 0 everywhere on both sides (NaN fails).
+static void check_pair_zero(const char *what, Pair p) {
+    float *c = fetch(g_cpu, p.c, p.n), *g = fetch(g_gpu, p.g, p.n);
+    int zero = 1;
+    for (size_t i = 0; i < p.n; i++) zero &= c[i] == 0.0f && g[i] == 0.0f;
+    printf("  %-48s %s\n", what, zero ? "all 0" : "NOT 0");
+    free(c);
+    free(g);
+    assert_true(zero);
 }
 
 // ints in [lo, hi) from (seed, i)
@@ -559,6 +573,154 @@ static void test_adamw(void **state) {
     pair_free(&v);
 }
 
+// ---------------------------------------------------------------- RL objective
+static ObjectiveConfig objective(const char *preset, Scale scale, int ddof, float beta) {
+    ObjectiveConfig oc;
+    assert_int_equal(objective_preset(preset, 40, &oc), 0);
+    oc.scale = scale;
+    oc.std_ddof = ddof;
+    oc.beta = beta;
+    return oc;
+}
+
+// An int output: -1 on both sides before the call (the CPU writes every element too).
+static IPair ipair_out(size_t n) {
+    int *h = malloc(n * sizeof(int));
+    assert_non_null(h);
+    for (size_t i = 0; i < n; i++) h[i] = -1;
+    IPair p = ipair_from(h, n);
+    free(h);
+    return p;
+}
+
+static void check_ipair_equal(const char *what, IPair p) {
+    int *c = malloc(p.n * sizeof(int)), *g = malloc(p.n * sizeof(int));
+    assert_non_null(c);
+    assert_non_null(g);
+    bk_download(g_cpu, c, p.c, p.n * sizeof(int));
+    bk_download(g_gpu, g, p.g, p.n * sizeof(int));
+    long sum = 0;
+    int same = memcmp(c, g, p.n * sizeof(int)) == 0;
+    for (size_t i = 0; i < p.n; i++) sum += c[i];
+    printf("  %-48s %s (sum %ld)\n", what, same ? "equal" : "DIFFERENT", sum);
+    free(c);
+    free(g);
+    assert_true(same);
+}
+
+static void group_advantages_case(const char *what, const float *r, int P, int G,
+                                  const ObjectiveConfig *oc) {
+    Pair rew = pair_from(r, (size_t)P * G), adv = pair_out((size_t)P * G);
+    Pair mean = pair_out((size_t)P), std = pair_out((size_t)P);
+    kn_group_advantages(g_cpu, adv.c, mean.c, std.c, rew.c, P, G, oc);
+    kn_group_advantages(g_gpu, adv.g, mean.g, std.g, rew.g, P, G, oc);
+    char name[96];
+    snprintf(name, sizeof name, "group_advantages %s: adv", what);
+    check_pair(name, adv, TOL);
+    snprintf(name, sizeof name, "group_advantages %s: group mean", what);
+    check_pair(name, mean, TOL);
+    snprintf(name, sizeof name, "group_advantages %s: group std", what);
+    check_pair(name, std, TOL);
+    pair_free(&rew);
+    pair_free(&adv);
+    pair_free(&mean);
+    pair_free(&std);
+}
+
+static void test_group_advantages(void **state) {
+    (void)state;
+    NEED_GPU();
+    // P above the kernel's thread count; 0/1 rewards (some groups all equal) and graded ones
+    int P = 300, G = 8;
+    float *r01 = malloc((size_t)P * G * sizeof(float)), *rg = malloc((size_t)P * G * sizeof(float));
+    tu_fill_uniform(rg, (size_t)P * G, 1400, 0, 1);
+    for (int i = 0; i < P * G; i++) r01[i] = rg[i] < 0.3f ? 1.0f : 0.0f;
+    ObjectiveConfig grpo = objective("grpo", SCALE_GROUP_STD, 1, 0), dr = objective("dr_grpo", SCALE_NONE, 1, 0);
+    ObjectiveConfig rloo = objective("rloo", SCALE_NONE, 1, 0), bstd = objective("dapo", SCALE_BATCH_STD, 0, 0);
+    group_advantages_case("grpo 0/1", r01, P, G, &grpo);
+    group_advantages_case("grpo graded", rg, P, G, &grpo);
+    group_advantages_case("dr_grpo 0/1", r01, P, G, &dr);
+    group_advantages_case("rloo graded", rg, P, G, &rloo);
+    group_advantages_case("batch std ddof 0", r01, P, G, &bstd);
+    group_advantages_case("grpo G=2", rg, P * 4, 2, &grpo);
+    free(r01);
+    free(rg);
+}
+
+// A minibatch of n responses in the (n,T) layout: random starts and lengths, ratios
+// pi/pi_old in [0.67, 1.5] (the clip binds on both sides), some advantages exactly 0.
+static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t seed) {
+    int n = 37, T = 61;
+    size_t NT = (size_t)n * T;
+    int *start = malloc((size_t)n * sizeof(int)), *len = malloc((size_t)n * sizeof(int));
+    float *old = malloc(NT * sizeof(float)), *a = malloc((size_t)n * sizeof(float));
+    fill_ints(start, (size_t)n, seed, 0, T / 2);
+    fill_ints(len, (size_t)n, seed + 1, 1, T / 2 + 1);
+    tu_fill_uniform(a, (size_t)n, seed + 2, -2, 2);
+    for (int k = 0; k < n; k += 5) a[k] = 0.0f;
+    Pair logp = pair_rand(NT, seed + 3, -6, -0.01f), ref = pair_rand(NT, seed + 4, -6, -0.01f);
+    float *lp = fetch(g_cpu, logp.c, NT);
+    tu_fill_uniform(old, NT, seed + 5, -0.4f, 0.4f);
+    for (size_t j = 0; j < NT; j++) old[j] += lp[j];
+    Pair lold = pair_from(old, NT), adv = pair_from(a, (size_t)n);
+    IPair st = ipair_from(start, (size_t)n), ln = ipair_from(len, (size_t)n);
+    Pair w = pair_out(NT), loss = pair_out(NT), kl = pair_out(NT), coef = pair_out((size_t)n);
+    IPair lo = ipair_out((size_t)n), hi = ipair_out((size_t)n);
+    kn_token_weights(g_cpu, w.c, loss.c, kl.c, coef.c, lo.c, hi.c, logp.c, lold.c,
+                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, oc);
+    kn_token_weights(g_gpu, w.g, loss.g, kl.g, coef.g, lo.g, hi.g, logp.g, lold.g,
+                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, oc);
+    char what[96];
+    printf(" token_weights %s, beta %g, %s\n", aggregation_name(oc->aggregation), oc->beta,
+           with_ref ? "pi_ref given" : "no pi_ref");
+    check_pair("token_weights w", w, TOL);
+    check_pair("token_weights loss", loss, TOL);
+    snprintf(what, sizeof what, "token_weights kl%s", with_ref ? "" : " (all 0)");
+    if (with_ref) check_pair(what, kl, TOL_CANCEL);
+    else check_pair_zero(what, kl);
+    check_pair("token_weights coef", coef, TOL);
+    check_ipair_equal("token_weights clip_low counts", lo);
+    check_ipair_equal("token_weights clip_high counts", hi);
+    // the optional outputs skipped: w alone
+    Pair w2 = pair_out(NT);
+    kn_token_weights(g_cpu, w2.c, NULL, NULL, NULL, NULL, NULL, logp.c, lold.c,
+                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, oc);
+    kn_token_weights(g_gpu, w2.g, NULL, NULL, NULL, NULL, NULL, logp.g, lold.g,
+                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, oc);
+    check_pair("token_weights w (other outputs NULL)", w2, TOL);
+    pair_free(&w2);
+    free(start);
+    free(len);
+    free(old);
+    free(a);
+    free(lp);
+    pair_free(&logp);
+    pair_free(&ref);
+    pair_free(&lold);
+    pair_free(&adv);
+    ipair_free(&st);
+    ipair_free(&ln);
+    pair_free(&w);
+    pair_free(&loss);
+    pair_free(&kl);
+    pair_free(&coef);
+    ipair_free(&lo);
+    ipair_free(&hi);
+}
+
+static void test_token_weights(void **state) {
+    (void)state;
+    NEED_GPU();
+    const char *presets[4] = {"grpo", "dr_grpo", "dapo", "rloo"};
+    for (int k = 0; k < 4; k++) {
+        ObjectiveConfig oc = objective(presets[k], k == 0 || k == 2 ? SCALE_GROUP_STD : SCALE_NONE, 1, 0);
+        token_weights_case(&oc, 0, 1500 + (uint64_t)k * 10);
+    }
+    ObjectiveConfig kl = objective("grpo", SCALE_GROUP_STD, 1, 0.04f);
+    token_weights_case(&kl, 1, 1600);
+    token_weights_case(&kl, 0, 1610);
+}
+
 // ---------------------------------------------------------------- determinism, empty sizes
 // Backward reductions have no atomics: two runs give bit-identical gradients.
 static void gpu_twice_equal(const char *what, float *a, float *b, size_t n) {
@@ -650,6 +812,9 @@ static void test_empty_sizes(void **state) {
     kn_sample(g_gpu, i, f, f, 0, 8, 1.0f, 0.9f, 1, u);
     assert_true(kn_sum_squares(g_gpu, f, 0) == 0.0);
     kn_adamw_update(g_gpu, f, f, f, f, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1);
+    ObjectiveConfig oc = objective("grpo", SCALE_GROUP_STD, 1, 0);
+    kn_group_advantages(g_gpu, f, f, f, f, 0, 4, &oc);
+    kn_token_weights(g_gpu, f, f, f, f, i, i, f, f, f, f, i, i, 0, 8, &oc);
     bk_sync(g_gpu);
     bk_free(g_gpu, f);
     bk_free(g_gpu, i);
@@ -672,15 +837,17 @@ int main(void) {
         cmocka_unit_test_setup(test_sample, setup),
         cmocka_unit_test_setup(test_sum_squares, setup),
         cmocka_unit_test_setup(test_adamw, setup),
+        cmocka_unit_test_setup(test_group_advantages, setup),
+        cmocka_unit_test_setup(test_token_weights, setup),
         cmocka_unit_test_setup(test_deterministic_backward, setup),
         cmocka_unit_test_setup(test_empty_sizes, setup),
     };
     size_t ntests = sizeof tests / sizeof tests[0];
     char why[512] = "";
-    if (backend_cuda_available(why, sizeof why)) {
+    if (tu_parity_wanted(why, sizeof why)) {
         char err[512] = "";
         g_cpu = backend_create(BACKEND_CPU, err, sizeof err);
-        if (g_cpu) g_gpu = backend_create(BACKEND_CUDA, err, sizeof err);
+        if (g_cpu) g_gpu = tu_parity_backend(err, sizeof err);
         if (!g_cpu || !g_gpu) {
             fprintf(stderr, "test_cuda_parity: cannot create the backends: %s\n", err);
             return 1;

@@ -1,8 +1,12 @@
-// test_objective.c: advantages and token weights against their closed forms (DESIGN.md).
+// test_objective.c: advantages and token weights against their closed forms (DESIGN.md):
+// the formulas of objective.h, then the CPU ops that run them over a batch
+// (kn_group_advantages, kn_token_weights; the CUDA ones are checked against these in
+// tests/test_cuda_parity.c).
 #include <math.h>
 #include <string.h>
 
 #include "common.h"
+#include "kernels/kernels.h"
 #include "sim/config.h"
 #include "sim/objective.h"
 #include "test_util.h"
@@ -188,6 +192,144 @@ static void test_config_knobs(void **state) {
     config_free(c);
 }
 
+// ---- the CPU ops (on the CPU backend device pointers are host memory: plain arrays here)
+static Backend *cpu;
+
+static int setup_cpu(void **state) {
+    char err[256];
+    cpu = backend_create(BACKEND_CPU, err, sizeof err);
+    return cpu ? 0 : -1;
+}
+static int teardown_cpu(void **state) {
+    backend_destroy(cpu);
+    return 0;
+}
+
+static void poison(float *x, int n) {
+    for (int i = 0; i < n; i++) x[i] = NAN;
+}
+
+// kn_group_advantages: the seed table at ddof 0, Dr. GRPO's r - mean, RLOO's
+// G/(G-1) (r - mean), all-equal groups 0; group mean and std.
+static void test_op_group_advantages(void **state) {
+    float r[12] = {1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1}, a[12], mean[3], std[3];
+    ObjectiveConfig o = preset("grpo", 0);
+    poison(a, 12);
+    poison(mean, 3);
+    poison(std, 3);
+    kn_group_advantages(cpu, a, mean, std, r, 3, 4, &o);
+    float want[12] = {1, 1, -1, -1, 1 / sqrtf(3), 1 / sqrtf(3), 1 / sqrtf(3), -sqrtf(3), 0, 0, 0, 0};
+    for (int i = 0; i < 12; i++) assert_near(a[i], want[i], 1e-6);
+    float want_mean[3] = {0.5f, 0.75f, 1.0f}, want_std[3] = {0.5f, sqrtf(3.0f) / 4, 0.0f};
+    for (int g = 0; g < 3; g++) {
+        assert_near(mean[g], want_mean[g], 0);
+        assert_near(std[g], want_std[g], 1e-7);
+    }
+    printf("  op, grpo ddof 0: (1,1,0,0) -> %+.2f %+.2f %+.2f %+.2f\n", a[0], a[1], a[2], a[3]);
+    const char *names[2] = {"dr_grpo", "rloo"};
+    for (int k = 0; k < 2; k++) {
+        o = preset(names[k], 1);
+        poison(a, 12);
+        kn_group_advantages(cpu, a, NULL, NULL, r, 3, 4, &o);
+        for (int g = 0; g < 3; g++) {
+            double m = (r[g * 4] + r[g * 4 + 1] + r[g * 4 + 2] + r[g * 4 + 3]) / 4.0;
+            for (int i = 0; i < 4; i++) {
+                double d = r[g * 4 + i] - m;
+                assert_near(a[g * 4 + i], k == 0 ? d : 4.0 / 3.0 * d, 1e-6);  // G/(G-1) (r - mean)
+            }
+        }
+    }
+}
+
+// kn_token_weights against the closed forms, in the trainer's (n, T) layout.
+enum { TW_N = 4, TW_T = 12 };
+static const int TW_START[TW_N] = {2, 1, 5, 0}, TW_LEN[TW_N] = {3, 10, 7, 6};
+static const float TW_ADV[TW_N] = {0.9f, -0.4f, 1.3f, -2.0f};
+
+static int in_response(int k, int t) { return t >= TW_START[k] && t < TW_START[k] + TW_LEN[k]; }
+
+static void token_weights(const ObjectiveConfig *o, const float *logp, const float *old,
+                          const float *ref, float *w, float *loss, float *kl, float *coef, int *lo,
+                          int *hi) {
+    poison(w, TW_N * TW_T);
+    poison(loss, TW_N * TW_T);
+    poison(kl, TW_N * TW_T);
+    poison(coef, TW_N);
+    kn_token_weights(cpu, w, loss, kl, coef, lo, hi, logp, old, ref, TW_ADV, TW_START, TW_LEN,
+                     TW_N, TW_T, o);
+    for (int k = 0; k < TW_N; k++)  // outside the responses: exactly 0
+        for (int t = 0; t < TW_T; t++)
+            if (!in_response(k, t))
+                assert_true(w[k * TW_T + t] == 0.0f && loss[k * TW_T + t] == 0.0f && kl[k * TW_T + t] == 0.0f);
+}
+
+// At rho = 1: w = c_i A_i with GRPO c = 1/(M|o_i|), Dr. GRPO 1/(M L_max), DAPO 1/sum|o_j|,
+// RLOO 1/M; l = -A_i, so L = -sum_i c_i |o_i| A_i; no clipping, KL 0 without pi_ref.
+static void test_op_token_weights_rho1(void **state) {
+    const int M = TW_N, L_MAX = 100;
+    double sum_len = 3 + 10 + 7 + 6;
+    float logp[TW_N * TW_T], w[TW_N * TW_T], loss[TW_N * TW_T], kl[TW_N * TW_T], coef[TW_N];
+    int lo[TW_N], hi[TW_N];
+    tu_fill_uniform(logp, TW_N * TW_T, 31, -4, -0.1f);
+    const char *names[4] = {"grpo", "dr_grpo", "dapo", "rloo"};
+    for (int p = 0; p < 4; p++) {
+        ObjectiveConfig o = preset(names[p], 1);
+        token_weights(&o, logp, logp, NULL, w, loss, kl, coef, lo, hi);
+        double L = 0;
+        for (int k = 0; k < TW_N; k++) {
+            double c = p == 0 ? 1.0 / (M * TW_LEN[k]) : p == 1 ? 1.0 / (M * L_MAX) : p == 2 ? 1.0 / sum_len : 1.0 / M;
+            assert_near(coef[k], c, 1e-7 * c);
+            for (int t = TW_START[k]; t < TW_START[k] + TW_LEN[k]; t++) {
+                assert_near(w[k * TW_T + t], c * TW_ADV[k], 1e-7 * fabs(c * TW_ADV[k]));
+                assert_near(loss[k * TW_T + t], -TW_ADV[k], 0);
+                assert_true(kl[k * TW_T + t] == 0.0f);
+                L += coef[k] * loss[k * TW_T + t];
+            }
+            assert_int_equal(lo[k] + hi[k], 0);
+        }
+        double L_closed = 0;
+        for (int k = 0; k < TW_N; k++) L_closed -= (double)coef[k] * TW_LEN[k] * TW_ADV[k];
+        assert_near(L, L_closed, 1e-7);
+        printf("  op %-8s rho = 1: w = c A on every token, L = %.5f\n", names[p], L);
+    }
+}
+
+// Away from rho = 1: the clip zeroes the weight and is counted (A > 0, rho > 1 + eps_high:
+// high; A < 0, rho < 1 - eps_low: low); elsewhere w = c A rho. With pi_ref and beta:
+// KL_k3 = exp(lr) - lr - 1 and w = c (A rho - beta (1 - exp(lr))), lr = log pi_ref - log pi.
+static void test_op_token_weights_clip_kl(void **state) {
+    float logp[TW_N * TW_T], old[TW_N * TW_T], ref[TW_N * TW_T], w[TW_N * TW_T];
+    float loss[TW_N * TW_T], kl[TW_N * TW_T], coef[TW_N];
+    int lo[TW_N], hi[TW_N];
+    const float rho[3] = {0.5f, 1.1f, 1.6f};  // clipped below, inside, clipped above
+    tu_fill_uniform(logp, TW_N * TW_T, 32, -4, -0.1f);
+    tu_fill_uniform(ref, TW_N * TW_T, 33, -4, -0.1f);
+    for (int j = 0; j < TW_N * TW_T; j++) old[j] = logp[j] - logf(rho[j % 3]);
+    ObjectiveConfig o = preset("rloo", 1);  // c = 1/M
+    o.beta = 0.05f;
+    token_weights(&o, logp, old, ref, w, loss, kl, coef, lo, hi);
+    double max_err = 0;
+    for (int k = 0; k < TW_N; k++) {
+        int want_lo = 0, want_hi = 0;
+        for (int t = TW_START[k]; t < TW_START[k] + TW_LEN[k]; t++) {
+            int j = k * TW_T + t;
+            double A = TW_ADV[k], r = exp((double)logp[j] - old[j]), lr = (double)ref[j] - logp[j];
+            int clipped = (A > 0 && r > 1 + o.eps_high) || (A < 0 && r < 1 - o.eps_low);
+            want_lo += clipped && A < 0;
+            want_hi += clipped && A > 0;
+            double w_closed = (clipped ? 0 : A * r) - o.beta * (1 - exp(lr));
+            double k3 = exp(lr) - lr - 1;
+            double e = fabs(w[j] - w_closed / TW_N) + fabs(kl[j] - k3);
+            if (e > max_err) max_err = e;
+        }
+        assert_int_equal(lo[k], want_lo);
+        assert_int_equal(hi[k], want_hi);
+    }
+    printf("  op clip counts low %d %d %d %d, high %d %d %d %d; worst |w - closed| + |kl - k3| "
+           "%.1e\n", lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3], max_err);
+    assert_true(max_err < 1e-5);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_table_ddof0),
@@ -198,6 +340,9 @@ int main(void) {
         cmocka_unit_test(test_token_weights_closed_forms),
         cmocka_unit_test(test_clip_and_weight_is_gradient),
         cmocka_unit_test(test_config_knobs),
+        cmocka_unit_test(test_op_group_advantages),
+        cmocka_unit_test(test_op_token_weights_rho1),
+        cmocka_unit_test(test_op_token_weights_clip_kl),
     };
-    return cmocka_run_group_tests_name("objective", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("objective", tests, setup_cpu, teardown_cpu);
 }

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "kernels/philox.h"
 
 // Fills x (n) with uniform values in [lo, hi) drawn from (seed, i).
@@ -51,6 +52,21 @@ static inline void tu_check_rel(const char *what, double e, double tol) {
     printf("  %-48s rel err %.3e (tol %.1e)\n", what, e, tol);
     fflush(stdout);
     assert_true(e <= tol);
+}
+
+// The CUDA parity tests compare a second backend with the CPU: CUDA where it is built and a
+// device is usable. GRPOLAB_PARITY_SELF=1 makes the second backend another CPU one, so the
+// tests can check themselves on a machine without a GPU (every error is then 0).
+// 1 if the parity tests run, else 0 with the reason in why.
+static inline int tu_parity_wanted(char *why, size_t whylen) {
+    if (getenv("GRPOLAB_PARITY_SELF")) return 1;
+    return backend_cuda_available(why, whylen);
+}
+// The second backend (NULL with the message in err if it cannot be created).
+static inline Backend *tu_parity_backend(char *err, size_t errlen) {
+    if (!getenv("GRPOLAB_PARITY_SELF")) return backend_create(BACKEND_CUDA, err, errlen);
+    printf("GRPOLAB_PARITY_SELF: the CPU backend against itself (a check of the tests)\n");
+    return backend_create(BACKEND_CPU, err, errlen);
 }
 
 // Removes a flat temporary directory (its files, then itself).
