@@ -108,10 +108,13 @@ bench: all
 gpu-check:
 	@scripts/gpu-check.sh
 
+# Fig. 5 of the paper from a fresh clone (scripts/reproduce-fig5.sh): SEEDS=N seeds per
+# objective (default 1), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto.
+SEEDS ?= 1
+QUICK ?= 0
+BACKEND ?= auto
 reproduce-fig5: all
-	@echo "make reproduce-fig5: not available yet: it needs the embedded world, the RL" >&2
-	@echo "simulator and the analysis tools (issues 3, 4 and 5), which are not built yet." >&2
-	@exit 2
+	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig5.sh
 
 clean:
 	rm -rf build build-asan

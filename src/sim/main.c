@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../analysis/analysis.h"
 #include "../common.h"
 #include "bench.h"
 #include "checkpoint.h"
@@ -445,6 +446,8 @@ static const Command commands[] = {
     {"pretrain", "train the base model on the world's corpus", cmd_pretrain},
     {"train", "RL training with an objective (GRPO, Dr. GRPO, DAPO, RLOO) and an HDF5 run log", cmd_train},
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
+    {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
+    {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},

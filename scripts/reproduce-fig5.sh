@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `make reproduce-fig5`: Fig. 5 of Liu et al. 2025 (GRPO vs Dr. GRPO) from a fresh clone.
+#   1. pretrain the base model if it is missing (experiments/base/pretrain.ini)
+#   2. train GRPO and Dr. GRPO from it (experiments/fig5/{grpo,dr_grpo}.ini), SEEDS seeds each
+#      (run.seed = 1234, 1235, ...; both objectives get the same seeds)
+#   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
+#      the summary (also written to plots/summary.md)
+# Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a briefly pretrained base
+# model, 20 RL steps of 4 prompts; under 5 minutes on 2 cores; files under data/*/quick and
+# plots/quick), BACKEND=auto|cpu|cuda (default auto), GRPOLAB=path of the binary.
+# Runs that are complete are kept and not trained again; an interrupted run continues from
+# its checkpoint (--resume). Delete data/runs/fig5_* to train afresh after changing a config.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SEEDS=${SEEDS:-1}
+QUICK=${QUICK:-0}
+BACKEND=${BACKEND:-auto}
+BIN=${GRPOLAB:-build/grpolab}
+if ! [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "reproduce-fig5: SEEDS='$SEEDS': expected a positive integer" >&2; exit 2
+fi
+if [ "$QUICK" != 0 ] && [ "$QUICK" != 1 ]; then
+  echo "reproduce-fig5: QUICK='$QUICK': expected 0 or 1" >&2; exit 2
+fi
+[ -x "$BIN" ] || { echo "reproduce-fig5: $BIN not found: run make first" >&2; exit 2; }
+
+PRETRAIN_SET=()
+TRAIN_SET=()
+if [ "$QUICK" = 1 ]; then
+  BASE=data/models/quick/base.h5
+  RUNS=data/runs/quick
+  PLOTS=plots/quick
+  # the smoke version: the same configs, cut down (docs/results.md)
+  PRETRAIN_SET=(--set pretrain.steps=300 --set pretrain.warmup_steps=30 --set pretrain.log_every=100)
+  TRAIN_SET=(--set train.steps=20 --set train.prompts_per_step=4 --set train.minibatch_size=16
+             --set train.eval_every=10 --set train.checkpoint_every=10 --set eval.limit=20)
+else
+  BASE=data/models/base.h5
+  RUNS=data/runs
+  PLOTS=plots
+fi
+mkdir -p "$(dirname "$BASE")" "$RUNS" "$PLOTS"
+t0=$(date +%s)
+say() { echo "reproduce-fig5 [$(( $(date +%s) - t0 ))s]: $*"; }
+
+if [ -f "$BASE" ]; then
+  say "base model $BASE exists (delete it to pretrain again)"
+else
+  say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; ~12 min on 2 CPU cores)"
+  "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
+fi
+
+runs=()
+for ((k = 0; k < SEEDS; k++)); do
+  seed=$((1234 + k))
+  for obj in grpo dr_grpo; do
+    out=$RUNS/fig5_${obj}_s${seed}.h5
+    runs+=("$out")
+    mode=(--overwrite)
+    if [ -f "$out" ]; then
+      if "$BIN" summary --check "$out" >/dev/null 2>&1; then
+        say "$out is complete: kept"
+        continue
+      elif [ -f "$out.ckpt.h5" ]; then
+        say "$out is incomplete: continuing from its checkpoint"
+        mode=(--resume)
+      else
+        say "$out has no checkpoint (it stopped before its first one): training it again"
+      fi
+    fi
+    say "training $obj, seed $seed -> $out"
+    "$BIN" train --config "experiments/fig5/$obj.ini" --set "train.init=$BASE" --set "run.seed=$seed" \
+      "${TRAIN_SET[@]}" --out "$out" "${mode[@]}" --backend "$BACKEND"
+  done
+done
+
+say "figures -> $PLOTS/"
+"$BIN" plot fig5 "${runs[@]}" -o "$PLOTS/fig5"
+"$BIN" plot length-bias "${runs[@]}" -o "$PLOTS/length_bias"
+"$BIN" plot difficulty-bias "${runs[@]}" -o "$PLOTS/difficulty_bias"
+"$BIN" summary --md "${runs[@]}" > "$PLOTS/summary.md"
+"$BIN" summary "${runs[@]}"
+say "done: $PLOTS/fig5.{png,pdf,svg}, $PLOTS/length_bias.*, $PLOTS/difficulty_bias.*, $PLOTS/summary.md"

@@ -1,0 +1,41 @@
+// analysis.h: the analysis commands over train run logs (docs/cli.md, docs/results.md).
+//   plot_fig5             the paper's Fig. 5: reward, train length, eval length of correct
+//                         and of incorrect responses, benchmark score, against the step
+//   plot_length_bias      per-token |weight| against response length (per objective) and the
+//                         mean length of correct / incorrect responses over training
+//   plot_difficulty_bias  each question's weight in the update against its accuracy p, with
+//                         the closed forms
+//   summary_print         the table of final figures, slopes with CIs, and the finding checks
+// Several runs of one objective (its seeds) are drawn as their mean with a 95% CI band.
+#ifndef GRPOLAB_ANALYSIS_H
+#define GRPOLAB_ANALYSIS_H
+
+#include <stdio.h>
+
+#include "figure.h"
+#include "runs.h"
+
+#define MAX_OBJECTIVES 8
+
+typedef struct {
+    const char *out;   // output base path (figure.h)
+    unsigned formats;  // FMT_* mask
+    double smooth;     // EMA coefficient in (0, 1] for the curves of fig5; 0: none
+} PlotOptions;
+
+int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+// These two read the per-response data (run_load_responses) themselves.
+int plot_length_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+int plot_difficulty_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+
+// Prints the summary (plain text or markdown). Returns 0.
+int summary_print(FILE *f, Run *const *runs, int n, int markdown);
+
+// The first and last tenth of a run's steps (at least one step each): [0, k) and [n-k, n).
+int tenth_of(int n_steps);
+
+// `grpolab plot` and `grpolab summary` (argv[0] is the command name).
+int cmd_plot(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
+
+#endif

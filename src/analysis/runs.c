@@ -1,0 +1,293 @@
+// runs.c: a train run log read into memory (contract in runs.h).
+#include "runs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "../sim/config.h"
+#include "../sim/runlog.h"
+
+// Reads the columns of one table cut to the shortest (a run being written may be one column
+// ahead). cols[c] receives a malloc'd array; *n the common length.
+static int read_table(RunLogReader *rd, const char *path, const char *table, const char *const *names,
+                      int n_cols, double **cols, int64_t *n, char *err, size_t errlen) {
+    int64_t len = -1;
+    char ds[128], e[512];
+    for (int c = 0; c < n_cols; c++) cols[c] = NULL;
+    for (int c = 0; c < n_cols; c++) {
+        snprintf(ds, sizeof ds, "%s/%s", table, names[c]);
+        int64_t k;
+        cols[c] = runlog_read_column(rd, ds, &k, e, sizeof e);
+        if (!cols[c]) {
+            for (int j = 0; j < c; j++) free(cols[j]);
+            return set_err(err, errlen, "%s", e);  // e names the file
+        }
+        if (len < 0 || k < len) len = k;
+    }
+    *n = len < 0 ? 0 : len;
+    return 0;
+}
+
+static int attr_str(RunLogReader *rd, const char *path, const char *name, char *out, size_t outlen,
+                    char *err, size_t errlen) {
+    char e[512];
+    char *s = runlog_read_attr_str(rd, name, e, sizeof e);
+    if (!s) return set_err(err, errlen, "%s: %s (is it a log of a current grpolab train?)", path, e);
+    snprintf(out, outlen, "%s", s);
+    free(s);
+    return 0;
+}
+
+static int attr_int(RunLogReader *rd, const char *path, const char *name, int64_t *out, char *err,
+                    size_t errlen) {
+    char buf[64], *end;
+    if (attr_str(rd, path, name, buf, sizeof buf, err, errlen) != 0) return -1;
+    *out = strtoll(buf, &end, 10);
+    if (end == buf || *end) return set_err(err, errlen, "%s: root attribute %s is '%s', expected an integer", path, name, buf);
+    return 0;
+}
+
+static int attr_float(RunLogReader *rd, const char *path, const char *name, double *out, char *err,
+                      size_t errlen) {
+    char buf[64], *end;
+    if (attr_str(rd, path, name, buf, sizeof buf, err, errlen) != 0) return -1;
+    *out = strtod(buf, &end);
+    if (end == buf || *end) return set_err(err, errlen, "%s: root attribute %s is '%s', expected a number", path, name, buf);
+    return 0;
+}
+
+// The run's config (root attribute "config", INI text) for the few settings the figures need.
+// A config this grpolab cannot read (a newer version) leaves them at 0, with a note.
+static void read_config(RunLogReader *rd, Run *r) {
+    char e[512];
+    char *text = runlog_read_attr_str(rd, "config", e, sizeof e);
+    if (!text) {
+        fprintf(stderr, "grpolab: note: %s: no readable config attribute (%s): planned steps unknown\n", r->path, e);
+        return;
+    }
+    Config *c = config_new();
+    char name[600];
+    snprintf(name, sizeof name, "%s:/config", r->path);
+    if (config_load_text(c, text, name, e, sizeof e) != 0) {
+        fprintf(stderr, "grpolab: note: %s: its config does not read back (%s): planned steps unknown\n",
+                r->path, e);
+    } else {
+        r->steps_planned = (int)config_int(c, "train.steps");
+        r->group_size = (int)config_int(c, "train.group_size");
+        r->minibatch_size = (int)config_int(c, "train.minibatch_size");
+        r->max_new_tokens = (int)config_int(c, "world.max_new_tokens");
+    }
+    config_free(c);
+    free(text);
+}
+
+// /eval pooled per evaluation over the benchmarks (train_pool excluded).
+static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *err, size_t errlen) {
+    static const char *const cols[] = {"step", "bench", "accuracy", "length_correct",
+                                       "length_incorrect", "n"};
+    double *c[6];
+    int64_t n = 0;
+    if (read_table(rd, r->path, "eval", cols, 6, c, &n, err, errlen) != 0) return -1;
+    // the index of train_pool among the benchmark names, if present
+    int train_pool = -1, idx = 0;
+    for (const char *p = bench_names; p && *p; idx++) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len == 10 && strncmp(p, "train_pool", 10) == 0) train_pool = idx;
+        p = q ? q + 1 : p + len;
+    }
+    r->eval_step = xcalloc((size_t)n + 1, sizeof(double));
+    r->eval_score = xcalloc((size_t)n + 1, sizeof(double));
+    r->eval_len_correct = xcalloc((size_t)n + 1, sizeof(double));
+    r->eval_len_incorrect = xcalloc((size_t)n + 1, sizeof(double));
+    r->n_evals = 0;
+    for (int64_t i = 0; i < n;) {  // rows of one evaluation share a step and are adjacent
+        double st = c[0][i], acc = 0, sc = 0, nc = 0, si = 0, ni = 0;
+        int nb = 0;
+        for (; i < n && c[0][i] == st; i++) {
+            if ((int)c[1][i] == train_pool) continue;
+            double q = c[5][i], k = round(c[2][i] * q);
+            acc += c[2][i];
+            nb++;
+            if (k > 0 && isfinite(c[3][i])) sc += k * c[3][i], nc += k;
+            if (q - k > 0 && isfinite(c[4][i])) si += (q - k) * c[4][i], ni += q - k;
+        }
+        if (nb == 0) continue;
+        int e = r->n_evals++;
+        r->eval_step[e] = st;
+        r->eval_score[e] = acc / nb;
+        r->eval_len_correct[e] = nc > 0 ? sc / nc : NAN;
+        r->eval_len_incorrect[e] = ni > 0 ? si / ni : NAN;
+    }
+    for (int k = 0; k < 6; k++) free(c[k]);
+    return 0;
+}
+
+Run *run_load(const char *path, char *err, size_t errlen) {
+    char e[1024], kind[64];
+    RunLogReader *rd = runlog_reader_open(path, e, sizeof e);
+    if (!rd) {
+        set_err(err, errlen, "%s", e);
+        return NULL;
+    }
+    Run *r = xcalloc(1, sizeof *r);
+    r->path = xstrdup(path);
+    char *benches = NULL;
+    int64_t v;
+    if (attr_str(rd, path, "kind", kind, sizeof kind, err, errlen) != 0) goto fail;
+    if (strcmp(kind, "train") != 0) {
+        set_err(err, errlen, "%s: a grpolab run log of kind '%s', expected a train log (written by "
+                "grpolab train)", path, kind);
+        goto fail;
+    }
+    if (attr_str(rd, path, "objective.preset", r->objective, sizeof r->objective, err, errlen) != 0 ||
+        attr_str(rd, path, "objective.scale", r->scale, sizeof r->scale, err, errlen) != 0 ||
+        attr_str(rd, path, "objective.baseline", r->baseline, sizeof r->baseline, err, errlen) != 0 ||
+        attr_str(rd, path, "objective.aggregation", r->aggregation, sizeof r->aggregation, err, errlen) != 0 ||
+        attr_float(rd, path, "objective.std_eps", &r->std_eps, err, errlen) != 0 ||
+        attr_int(rd, path, "seed", &r->seed, err, errlen) != 0)
+        goto fail;
+    if (attr_int(rd, path, "objective.std_ddof", &v, err, errlen) != 0) goto fail;
+    r->std_ddof = (int)v;
+    if (attr_int(rd, path, "objective.l_max", &v, err, errlen) != 0) goto fail;
+    r->l_max = (int)v;
+    benches = runlog_read_attr_str(rd, "benchmarks", e, sizeof e);  // optional
+    read_config(rd, r);
+
+    static const char *const cols[] = {"step", "reward_mean", "length_mean", "length_correct",
+                                       "length_incorrect", "truncation_rate", "loop_rate",
+                                       "disagreement_rate", "selfcheck_rate", "bias_cosine",
+                                       "mixed_group_frac"};
+    double *c[11];
+    if (read_table(rd, path, "train", cols, 11, c, &r->n_steps, err, errlen) != 0) goto fail;
+    r->step = c[0], r->reward = c[1], r->len_mean = c[2], r->len_correct = c[3];
+    r->len_incorrect = c[4], r->truncation = c[5], r->loop = c[6], r->disagreement = c[7];
+    r->selfcheck = c[8], r->bias_cosine = c[9], r->mixed_groups = c[10];
+    if (r->n_steps == 0) {
+        set_err(err, errlen, "%s: an empty run: /train has no finished step yet (is the run still "
+                "starting, or did it fail before its first step?)", path);
+        goto fail;
+    }
+    if (read_eval(rd, r, benches, err, errlen) != 0) goto fail;
+    free(benches);
+    runlog_reader_close(rd);
+    return r;
+fail:
+    free(benches);
+    runlog_reader_close(rd);
+    run_free(r);
+    return NULL;
+}
+
+int run_load_responses(Run *r, char *err, size_t errlen) {
+    char e[1024];
+    RunLogReader *rd = runlog_reader_open(r->path, e, sizeof e);
+    if (!rd) return set_err(err, errlen, "%s", e);
+    static const char *const rc[] = {"step", "length", "correct", "advantage", "token_offset"};
+    static const char *const qc[] = {"step", "reward_mean", "mean_abs_advantage", "sum_abs_weight",
+                                     "group_size"};
+    static const char *const tc[] = {"weight"};
+    double *R[5], *Q[5], *T[1] = {NULL};
+    int64_t nr = 0, nq = 0, nt = 0;
+    int ok = read_table(rd, r->path, "responses", rc, 5, R, &nr, err, errlen) == 0;
+    if (ok && read_table(rd, r->path, "questions", qc, 5, Q, &nq, err, errlen) != 0) {
+        for (int k = 0; k < 5; k++) free(R[k]);
+        ok = 0;
+    }
+    if (ok && read_table(rd, r->path, "tokens", tc, 1, T, &nt, err, errlen) != 0) {
+        for (int k = 0; k < 5; k++) free(R[k]), free(Q[k]);
+        ok = 0;
+    }
+    runlog_reader_close(rd);
+    if (!ok) return -1;
+    // keep only the steps /train has (a run being written may have rows of the next step)
+    double last = r->step[r->n_steps - 1];
+    while (nr > 0 && R[0][nr - 1] > last) nr--;
+    while (nq > 0 && Q[0][nq - 1] > last) nq--;
+    r->n_resp = nr;
+    r->resp_step = R[0], r->resp_length = R[1], r->resp_correct = R[2], r->resp_advantage = R[3];
+    r->resp_mean_abs_w = xmalloc(((size_t)nr + 1) * sizeof(double));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t off = (int64_t)R[4][i], len = (int64_t)R[1][i];
+        if (off < 0 || len <= 0 || off + len > nt) {  // a token row the file does not hold
+            r->resp_mean_abs_w[i] = NAN;
+            bad++;
+            continue;
+        }
+        double s = 0;
+        for (int64_t t = 0; t < len; t++) s += fabs(T[0][off + t]);
+        r->resp_mean_abs_w[i] = s / (double)len;
+    }
+    if (bad)
+        fprintf(stderr, "grpolab: note: %s: %lld responses point past the end of /tokens (%lld rows): "
+                "left out\n", r->path, (long long)bad, (long long)nt);
+    free(R[4]);
+    free(T[0]);
+    r->n_quest = nq;
+    r->q_step = Q[0], r->q_reward_mean = Q[1], r->q_mean_abs_adv = Q[2], r->q_sum_abs_w = Q[3];
+    r->q_group_size = Q[4];
+    return 0;
+}
+
+void run_free(Run *r) {
+    if (!r) return;
+    double *arrays[] = {r->step, r->reward, r->len_mean, r->len_correct, r->len_incorrect,
+                        r->truncation, r->loop, r->disagreement, r->selfcheck, r->bias_cosine,
+                        r->mixed_groups, r->eval_step, r->eval_score, r->eval_len_correct,
+                        r->eval_len_incorrect, r->resp_step, r->resp_length, r->resp_correct,
+                        r->resp_advantage, r->resp_mean_abs_w, r->q_step, r->q_reward_mean,
+                        r->q_mean_abs_adv, r->q_sum_abs_w, r->q_group_size};
+    for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
+    free(r->path);
+    free(r);
+}
+
+int run_complete(const Run *r) { return r->steps_planned > 0 && r->n_steps >= r->steps_planned; }
+
+const char *objective_title(const char *preset) {
+    if (strcmp(preset, "grpo") == 0) return "GRPO";
+    if (strcmp(preset, "dr_grpo") == 0) return "Dr. GRPO";
+    if (strcmp(preset, "dapo") == 0) return "DAPO";
+    if (strcmp(preset, "rloo") == 0) return "RLOO";
+    return preset;
+}
+
+const char *objective_color(const char *preset, int index) {
+    if (strcmp(preset, "grpo") == 0) return "#808080";     // grey, as in the paper
+    if (strcmp(preset, "dr_grpo") == 0) return "#8b0000";  // dark red, as in the paper
+    if (strcmp(preset, "dapo") == 0) return "#1f77b4";
+    if (strcmp(preset, "rloo") == 0) return "#2ca02c";
+    static const char *const more[] = {"#9467bd", "#ff7f0e", "#17becf", "#e377c2"};
+    return more[index % 4];
+}
+
+int group_by_objective(Run *const *runs, int n, int *group, const char **names, int max_groups) {
+    int ng = 0;
+    for (int i = 0; i < n; i++) {
+        int g = 0;
+        while (g < ng && strcmp(names[g], runs[i]->objective) != 0) g++;
+        if (g == ng) {
+            if (ng == max_groups) die("more than %d objectives", max_groups);
+            names[ng++] = runs[i]->objective;
+        }
+        group[i] = g;
+    }
+    return ng;
+}
+
+void runs_progress_note(Run *const *runs, int n, char *note, size_t len) {
+    note[0] = 0;
+    size_t k = 0;
+    for (int i = 0; i < n && k + 1 < len; i++) {
+        if (runs[i]->steps_planned <= 0 || run_complete(runs[i])) continue;
+        const char *base = strrchr(runs[i]->path, '/');
+        base = base ? base + 1 : runs[i]->path;
+        k += (size_t)snprintf(note + k, len - k, "%s%s at step %lld of %d", k ? "; " : "in progress or stopped early: ",
+                              base, (long long)runs[i]->n_steps, runs[i]->steps_planned);
+        if (k >= len) break;  // truncated
+    }
+}

@@ -1,0 +1,71 @@
+// runs.h: a `grpolab train` run log (docs/hdf5-schema.md) read into memory for the analysis
+// commands (`grpolab plot`, `grpolab summary`), with every check a user's file can fail.
+//
+// run_load reads the root attributes (objective knobs, seed, config) and the per-step tables
+// /train and /eval; run_load_responses adds /responses and /tokens (the per-token weights,
+// large: only the length-bias figure needs them) and /questions. A run that is still being
+// written (SWMR) is read up to its last flushed step; its columns are cut to the shortest.
+//
+// Errors (NULL / -1 with a message that names the file, the table or dataset, and what was
+// expected): missing file, not HDF5, truncated, not a grpolab run log, an eval log instead
+// of a train log, a missing table or column, a run without a single finished step.
+#ifndef GRPOLAB_ANALYSIS_RUNS_H
+#define GRPOLAB_ANALYSIS_RUNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char *path;
+    char objective[32];      // objective.preset (grpo, dr_grpo, dapo, rloo): the curve's label
+    int64_t seed;
+    int steps_planned;       // train.steps of the run's config (0 if unknown)
+    int group_size;          // train.group_size (G)
+    int minibatch_size;      // train.minibatch_size (M)
+    int max_new_tokens;      // world.max_new_tokens (the response budget)
+    // objective knobs as logged (objective.* root attributes)
+    char scale[24], baseline[24], aggregation[40];
+    int std_ddof, l_max;
+    double std_eps;
+
+    // /train, one row per step (n_steps rows; NaN where the log has NaN)
+    int64_t n_steps;
+    double *step, *reward, *len_mean, *len_correct, *len_incorrect, *truncation, *loop,
+        *disagreement, *selfcheck, *bias_cosine, *mixed_groups;
+
+    // /eval pooled per evaluation over the benchmarks (train_pool excluded): n_evals rows
+    int n_evals;
+    double *eval_step;      // steps done before the evaluation
+    double *eval_score;     // unweighted mean accuracy over the benchmarks
+    double *eval_len_correct, *eval_len_incorrect;  // pooled over the benchmarks' responses
+                                                    // (NaN if there is none of the class)
+
+    // run_load_responses: /responses with per-response mean |token weight|, and /questions
+    int64_t n_resp;
+    double *resp_step, *resp_length, *resp_correct, *resp_advantage, *resp_mean_abs_w;
+    int64_t n_quest;
+    double *q_step, *q_reward_mean, *q_mean_abs_adv, *q_sum_abs_w, *q_group_size;
+} Run;
+
+// NULL and a message in err on error.
+Run *run_load(const char *path, char *err, size_t errlen);
+// Adds the per-response and per-question data; -1 and a message on error.
+int run_load_responses(Run *r, char *err, size_t errlen);
+void run_free(Run *r);
+
+// 1 if the run has logged all its planned steps.
+int run_complete(const Run *r);
+
+// Display name and colour of an objective (the paper's: GRPO grey, Dr. GRPO dark red).
+const char *objective_title(const char *preset);
+const char *objective_color(const char *preset, int index);
+
+// Groups runs by objective in order of first appearance: for each run its group index
+// (group[i]); returns the number of groups; names[g] points into the runs.
+int group_by_objective(Run *const *runs, int n, int *group, const char **names, int max_groups);
+
+// A note for a figure's title about runs that have not logged all their planned steps
+// ("in progress or stopped early: fig5_grpo_s1.h5 at step 120 of 250"); "" if none.
+void runs_progress_note(Run *const *runs, int n, char *note, size_t len);
+
+#endif
