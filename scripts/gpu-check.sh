@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make gpu-check: everything that needs a GPU, in one short run (a few minutes on an H100/H200):
-# build with CUDA, CUDA-vs-CPU parity tests (every op, the whole model, generation), a short
-# GPU training run, and benchmarks on both backends; a summary table is printed last.
+# build with CUDA, CUDA-vs-CPU parity tests (every op, the whole model, generation, one RL
+# update of the trainer), a short GPU training run, and benchmarks on both backends; a
+# summary table is printed last.
 # Writes its full log to build/gpu-check.log (and to $OUT/gpu-check.log when $OUT is set).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,7 @@ run_test() {  # name, binary
 }
 run_test "op parity (test_cuda_parity)" build/tests/test_cuda_parity
 run_test "model parity (test_cuda_model)" build/tests/test_cuda_model
+run_test "RL step parity (test_cuda_train)" build/tests/test_cuda_train
 
 echo "== short GPU training run"
 if $B pretrain --help >/dev/null 2>&1; then
