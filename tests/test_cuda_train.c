@@ -39,21 +39,24 @@ static int setup(void **state) {
     return cpu ? 0 : -1;
 }
 static int teardown(void **state) {
-    backend_destroy(cpu);
     if (gpu) backend_destroy(gpu);
+    backend_destroy(cpu);
     return 0;
 }
 
+// The base model's shape (experiments/base/pretrain.ini), scaled down: GQA 4/2 heads and tied
+// embeddings, so the trainer's output head reaches the embedding through both paths
+// (test_cuda_model checks untied embeddings).
 static ModelConfig step_config(void) {
     ModelConfig c = model_config_default();
-    c.vocab_size = 37;
-    c.d_model = 48;
+    c.vocab_size = 58;
+    c.d_model = 32;
     c.n_layers = 2;
     c.n_heads = 4;
     c.n_kv_heads = 2;
-    c.d_ff = 100;
-    c.max_seq_len = 64;
-    c.tied_embeddings = 0;
+    c.d_ff = 88;
+    c.max_seq_len = 48;
+    c.tied_embeddings = 1;
     return c;
 }
 
