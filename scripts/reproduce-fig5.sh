@@ -6,7 +6,7 @@
 #   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
 #      the summary (also written to plots/summary.md)
 # Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a briefly pretrained base
-# model, 20 RL steps of 4 prompts; under 5 minutes on 2 cores; files under data/*/quick and
+# model, 12 RL steps of 4 prompts; under 5 minutes on 2 cores; files under data/*/quick and
 # plots/quick), BACKEND=auto|cpu|cuda (default auto), GRPOLAB=path of the binary.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
 # its checkpoint (--resume). Delete data/runs/fig5_* to train afresh after changing a config.
@@ -32,9 +32,9 @@ if [ "$QUICK" = 1 ]; then
   RUNS=data/runs/quick
   PLOTS=plots/quick
   # the smoke version: the same configs, cut down (docs/results.md)
-  PRETRAIN_SET=(--set pretrain.steps=300 --set pretrain.warmup_steps=30 --set pretrain.log_every=100)
-  TRAIN_SET=(--set train.steps=20 --set train.prompts_per_step=4 --set train.minibatch_size=16
-             --set train.eval_every=10 --set train.checkpoint_every=10 --set eval.limit=20)
+  PRETRAIN_SET=(--set pretrain.steps=200 --set pretrain.warmup_steps=20 --set pretrain.log_every=50)
+  TRAIN_SET=(--set train.steps=12 --set train.prompts_per_step=4 --set train.minibatch_size=16
+             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8)
 else
   BASE=data/models/base.h5
   RUNS=data/runs
