@@ -76,7 +76,7 @@ for ((k = 0; k < SEEDS; k++)); do
 done
 
 say "figures -> $PLOTS/"
-"$BIN" plot fig5 "${runs[@]}" -o "$PLOTS/fig5"
+"$BIN" plot fig5 "${runs[@]}" -o "$PLOTS/fig5" --smooth 0.1   # per-step curves are noisy: EMA, stated on the figure
 "$BIN" plot length-bias "${runs[@]}" -o "$PLOTS/length_bias"
 "$BIN" plot difficulty-bias "${runs[@]}" -o "$PLOTS/difficulty_bias"
 "$BIN" summary --md "${runs[@]}" > "$PLOTS/summary.md"

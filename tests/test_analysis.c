@@ -592,7 +592,7 @@ static void test_run_in_progress(void **state) {
 }
 
 static void test_cli(void **state) {
-    char out[8192], args[2048];
+    char out[8192], args[1024];
     Synth s = {"grpo", 1, 4, 8, 0};
     const char *p = tmp_path("cli.h5");
     write_log(p, &s, "train", 0);

@@ -76,8 +76,11 @@ int figure_column_has_data(const char *path, int col) {
 
 void gp_escape(char *dst, size_t dstlen, const char *src) {
     size_t k = 0;
-    for (; *src && k + 1 < dstlen; src++)
-        if (*src != '"' && *src != '\\' && *src != '\n') dst[k++] = *src;
+    for (; *src && k + 3 < dstlen; src++) {
+        if (*src == '"' || *src == '\\' || *src == '\n') continue;
+        if (strchr("_^{}@&~", *src)) dst[k++] = '\\', dst[k++] = '\\';  // literal in enhanced text
+        dst[k++] = *src;
+    }
     dst[k] = 0;
 }
 

@@ -40,7 +40,8 @@ int figure_render(const Figure *f, const char *body, char *err, size_t errlen);
 // 1 if column col (1-based) of the data file at path holds at least one finite number.
 int figure_column_has_data(const char *path, int col);
 
-// Text safe inside a gnuplot double-quoted string (drops '"' and '\', keeps the rest).
+// Text safe inside a gnuplot double-quoted string in enhanced mode: drops '"', '\' and
+// newlines, and makes _ ^ { } @ & ~ literal ("\\_").
 void gp_escape(char *dst, size_t dstlen, const char *src);
 
 #endif

@@ -5,7 +5,8 @@
 //   train_<objective>.dat  step  reward mean lo hi  length mean lo hi  n_runs
 //   eval_<objective>.dat   step  score mean lo hi  len_correct mean lo hi  len_incorrect mean lo hi  n_runs
 // The step is the number of policy updates before the rollout (train) or evaluation (eval).
-// With --smooth a, every run's curve is EMA-smoothed before the mean is taken.
+// With --smooth a, every run's training curves (one point per step) are EMA-smoothed before
+// the mean is taken; the evaluations (a few points, each over 810 questions) are not.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,16 +128,16 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
     for (int i = 0; i < n; i++) nruns[group[i]]++;
     for (int g = 0; g < ng; g++)
         if (write_train(&fig, runs, n, group, g, names[g], o->smooth, err, errlen) != 0 ||
-            write_eval(&fig, runs, n, group, g, names[g], o->smooth, err, errlen) != 0)
+            write_eval(&fig, runs, n, group, g, names[g], 0, err, errlen) != 0)
             return -1;
 
-    char note[1024], title[1600], smooth[64] = "";
+    char note[1024], enote[2100], esc[2400], smooth[96] = "";
     runs_progress_note(runs, n, note, sizeof note);
-    if (o->smooth > 0) snprintf(smooth, sizeof smooth, "; curves EMA-smoothed (alpha %g)", o->smooth);
-    snprintf(title, sizeof title, "Fig. 5: mean over seeds with 95%% CI band%s%s%s", smooth,
-             *note ? "\\n" : "", note);
-    char esc[1700];
-    gp_escape(esc, sizeof esc, title);
+    gp_escape(enote, sizeof enote, note);
+    if (o->smooth > 0)
+        snprintf(smooth, sizeof smooth, "; training curves EMA-smoothed (alpha %g)", o->smooth);
+    snprintf(esc, sizeof esc, "Fig. 5: mean over seeds with 95%% CI band%s%s%s", smooth, *enote ? "\\n" : "",
+             enote);
 
     // body: five panels in a row
     size_t cap = 65536, len = 0;
