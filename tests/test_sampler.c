@@ -127,6 +127,56 @@ static void test_sampling_logp_and_reproducibility(void **state) {
     generation_free(&g2);
 }
 
+// a toy environment: after every policy token 4 it writes 9 then 10
+static int toy_env(const int *tokens, int len, int *out, int cap) {
+    (void)cap;
+    if (tokens[len - 1] != 4) return 0;
+    out[0] = 9;
+    out[1] = 10;
+    return 2;
+}
+
+static void test_environment_tokens(void **state) {
+    make_prompts();
+    enum { B2 = 30 };
+    SamplerConfig sc = {.temperature = 1, .top_p = 1, .max_new_tokens = B2, .eos_token = 1,
+                        .stop_token = -1, .seed = 21, .env = toy_env};
+    Generation g;
+    generation_alloc(&g, N, B2);
+    for (int i = 0; i < N * B2; i++) g.env[i] = 7;  // poison: every flag must be written
+    sampler_generate(model, &sc, prompts, plen, N, TP, 500, &g);
+    int n_env = 0, n_fours = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < B2; t++) {
+            const int *tk = g.tokens + i * B2;
+            unsigned char e = g.env[i * B2 + t];
+            assert_true(e == 0 || e == 1);
+            if (t >= g.length[i]) {
+                assert_int_equal(e, 0);
+                continue;
+            }
+            // env tokens are exactly the two after each policy 4
+            int want = (t >= 1 && tk[t - 1] == 4 && !g.env[i * B2 + t - 1]) ||
+                       (t >= 2 && tk[t - 2] == 4 && !g.env[i * B2 + t - 2] && g.env[i * B2 + t - 1]);
+            assert_int_equal(e, want);
+            if (e) assert_int_equal(tk[t], tk[t - 1] == 4 ? 9 : 10);
+            n_env += e;
+            n_fours += tk[t] == 4 && !e;
+        }
+    printf("  %d policy tokens 4, %d environment tokens\n", n_fours, n_env);
+    assert_true(n_env > 0);
+    // the logp of every token, the environment's included, is the policy's (full forward)
+    check_against_forward(&sc, &g, 0);
+    // without an environment no token is flagged
+    Generation g0;
+    generation_alloc(&g0, N, B2);
+    sc.env = NULL;
+    sampler_generate(model, &sc, prompts, plen, N, TP, 500, &g0);
+    for (int i = 0; i < N * B2; i++) assert_int_equal(g0.env[i], 0);
+    generation_free(&g);
+    generation_free(&g0);
+}
+
 static void test_budget_check(void **state) {
     char err[256];
     SamplerConfig sc = {.temperature = 1, .top_p = 1, .max_new_tokens = 38, .eos_token = 1,
@@ -140,6 +190,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_matches_forward),
         cmocka_unit_test(test_sampling_logp_and_reproducibility),
+        cmocka_unit_test(test_environment_tokens),
         cmocka_unit_test(test_budget_check),
     };
     return cmocka_run_group_tests_name("sampler", tests, setup, teardown);

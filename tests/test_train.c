@@ -350,7 +350,9 @@ static void test_dynamic_sampling(void **state) {
 
 // At rho = 1 the Dr. GRPO gradient equals the unbiased gradient sum_i A_i grad sum_t log pi(o_it)
 // times 1/(M L_max), the sum taken explicitly with one backward per response.
-static void test_dr_grpo_gradient(void **state) {
+// with_env: every third response token counts as written by the environment; those get
+// weight 0 and no gradient, the others keep their Dr. GRPO weight (|o| counts all tokens)
+static void dr_grpo_gradient_check(int with_env) {
     char err[512];
     const Tokenizer *tk = tokenizer_default();
     ModelConfig mc = tiny_model_config();
@@ -401,8 +403,16 @@ static void test_dr_grpo_gradient(void **state) {
         idx[i] = i;
     }
     float *logp_old = xmalloc((size_t)ntok * sizeof(float)), *w = xmalloc((size_t)ntok * sizeof(float));
+    unsigned char *env = xcalloc((size_t)ntok, 1);
+    int n_env = 0;
+    for (int i = 0; i < N && with_env; i++)
+        for (int t = 2; t < g.length[i]; t += 3) {
+            env[off[i] + t] = 1;
+            n_env++;
+        }
     Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = g.length,
-                 .advantage = adv, .tok_offset = off, .logp_old = logp_old, .logp_ref = NULL};
+                 .advantage = adv, .tok_offset = off, .logp_old = logp_old, .logp_ref = NULL,
+                 .env = with_env ? env : NULL};
     train_old_logp(m, NULL, &r, idx, N);
     size_t np = model_num_params(m);
     float *g_trainer = xmalloc(np * sizeof(float)), *g_ref = xcalloc(np, sizeof(float));
@@ -421,7 +431,8 @@ static void test_dr_grpo_gradient(void **state) {
         }
         model_forward(m, tokens, targets, &T, 1, T);
         float dlogp[128];
-        for (int t = 0; t < T; t++) dlogp[t] = targets[t] >= 0 ? 1.0f : 0.0f;  // d(sum_t log pi)
+        for (int t = 0; t < T; t++)  // d(sum_t log pi) over the policy's tokens
+            dlogp[t] = targets[t] >= 0 && !env[off[i] + t + 1 - plen[i]] ? 1.0f : 0.0f;
         float *d = bk_alloc(bk, (size_t)T * sizeof(float));
         bk_upload(bk, d, dlogp, (size_t)T * sizeof(float));
         model_zero_grad(m);
@@ -432,9 +443,17 @@ static void test_dr_grpo_gradient(void **state) {
         for (size_t j = 0; j < np; j++) g_ref[j] += (float)(scale * g_i[j]);
     }
     for (size_t j = 0; j < np; j++) g_trainer[j] = -g_trainer[j];  // dL/dtheta -> -dL/dtheta
-    printf("  %d responses, %d with A != 0, %d tokens\n", N, nonzero, ntok);
-    tu_check_rel("Dr. GRPO gradient vs sum_i A_i grad log pi / (M L_max)",
+    printf("  %d responses, %d with A != 0, %d tokens, %d of them the environment's\n", N,
+           nonzero, ntok, n_env);
+    for (int i = 0; i < N; i++)  // the logged weights: A_i / (M L_max), 0 on env tokens
+        for (int t = 0; t < g.length[i]; t++) {
+            double want = env[off[i] + t] ? 0.0 : (double)adv[i] / ((double)N * BUDGET);
+            assert_true(fabs(w[off[i] + t] - want) <= 1e-6 * fabs(want) + 1e-12);
+        }
+    tu_check_rel(with_env ? "Dr. GRPO gradient, env tokens masked, vs the policy tokens' sum"
+                          : "Dr. GRPO gradient vs sum_i A_i grad log pi / (M L_max)",
                  tu_rel_err(g_trainer, g_ref, np), 1e-4);
+    free(env);
     free(logp_old);
     free(w);
     free(g_trainer);
@@ -444,6 +463,9 @@ static void test_dr_grpo_gradient(void **state) {
     model_free(m);
     backend_destroy(bk);
 }
+
+static void test_dr_grpo_gradient(void **state) { dr_grpo_gradient_check(0); }
+static void test_env_tokens_masked(void **state) { dr_grpo_gradient_check(1); }
 
 static void test_bad_configs(void **state) {
     char out[4096], args[1024];
@@ -502,6 +524,7 @@ int main(void) {
         cmocka_unit_test(test_closed_form_weights),
         cmocka_unit_test(test_dynamic_sampling),
         cmocka_unit_test(test_dr_grpo_gradient),
+        cmocka_unit_test(test_env_tokens_masked),
         cmocka_unit_test(test_same_seed_same_log),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_bad_configs),

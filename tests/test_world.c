@@ -806,6 +806,79 @@ static void print_samples(void) {
     }
 }
 
+// ---------------------------------------------------------------- the environment's verdict
+
+static void test_env_verdict(void **state) {
+    const struct {
+        const char *text, *verdict;
+    } cases[] = {
+        {" 4*2=8. check 4*2=8 ", "ok"},
+        {" 4*2=9. check 4*2=9 ", "no"},
+        {"check 10-(-3)=13 ", "ok"},
+        {"check 10-(-3)=12 ", "no"},
+        {"check -54*2=-108 ", "ok"},
+        {"check 0*7=0 ", "ok"},
+        {"check 999999999999999*999999999999999=1 ", "no"},  // overflow, not equal
+        {"check 1234567890123456+1=1234567890123457 ", "no"},  // 16 digits: not a step
+        {"check 4*-2=-8 ", "no"},   // a negative right operand is written (-2)
+        {"check 4*=8 ", "no"},      // not a step: a check that checks nothing disagrees
+        {"check 4*2= ", "no"},
+        {"check 10-3=7 no. redo 10-3=7. check 10-3=7 ", "ok"},  // the last clause counts
+        {"check 4*2", NULL},        // no value yet
+        {"check 4*2=8", NULL},      // the value may go on
+        {"4*2=8. ", NULL},          // no check
+        {"check 4*2=8 ok. ", NULL}, // verdict already written
+        {"check ", NULL},
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *v = template_env_verdict_text(cases[i].text);
+        if ((v == NULL) != (cases[i].verdict == NULL) || (v && strcmp(v, cases[i].verdict) != 0)) {
+            printf("  '%s': got %s, want %s\n", cases[i].text, v ? v : "NULL",
+                   cases[i].verdict ? cases[i].verdict : "NULL");
+            fail();
+        }
+    }
+    // on tokens: only right after the space, two tokens "n" "o"
+    const Tokenizer *tk = tokenizer_default();
+    int ids[128], out[8];
+    char err[128];
+    int n = tok_encode(tk, "<think> 4*2=9. check 4*2=9 ", ids, 128, err, sizeof err);
+    assert_true(n > 0);
+    assert_int_equal(template_env_verdict(ids, n, out, 8), 2);
+    assert_int_equal(out[0], tok_id(tk, "n"));
+    assert_int_equal(out[1], tok_id(tk, "o"));
+    assert_int_equal(template_env_verdict(ids, n - 1, out, 8), 0);
+    assert_int_equal(template_env_verdict(ids, n, out, 1), 0);  // no room
+    // independent reference: documents whose verdicts are always true (no misses, no false
+    // alarms) give, at every check, the verdict the environment writes on their prefix
+    CorpusParams p = corpus_params_default();
+    p.p_check_miss = 0;
+    p.p_false_alarm = 0;
+    static char doc[DOC_CAP];
+    int n_ok = 0, n_no = 0;
+    for (int d = 0; d < 2000; d++) {
+        DocInfo in;
+        assert_true(corpus_document(&p, 77, d, doc, DOC_CAP, &in) > 0);
+        for (char *c = strstr(doc, MARK_CHECK); c; c = strstr(c + 1, MARK_CHECK)) {
+            char *q = c + strlen(MARK_CHECK);
+            while (*q && strchr("0123456789+-*()=", *q)) q++;
+            if (*q != ' ' || !(q[1] == 'o' || q[1] == 'n')) continue;  // cut by the budget
+            char save = q[1];
+            q[1] = '\0';
+            const char *v = template_env_verdict_text(doc);
+            q[1] = save;
+            assert_non_null(v);
+            assert_memory_equal(v, q + 1, 2);
+            n_ok += save == 'o';
+            n_no += save == 'n';
+        }
+    }
+    printf("  corpus checks with true verdicts: %d ok, %d no, all as the environment writes\n",
+           n_ok, n_no);
+    assert_true(n_ok > 1000 && n_no > 100);
+}
+
 int main(void) {
     print_samples();
     const struct CMUnitTest tests[] = {
@@ -824,6 +897,7 @@ int main(void) {
         cmocka_unit_test(test_corpus_documents),
         cmocka_unit_test(test_corpus_frequencies),
         cmocka_unit_test(test_corpus_checking_pays),
+        cmocka_unit_test(test_env_verdict),
     };
     return cmocka_run_group_tests_name("world", tests, NULL, NULL);
 }

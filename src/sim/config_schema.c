@@ -48,6 +48,9 @@ const CfgKey CONFIG_SCHEMA[] = {
      "seed of the evaluation benchmarks (fixed, so every run is scored on the same questions)"},
     {"world", "max_new_tokens", CFG_INT, "200", 1, 65536, NULL,
      "response budget in tokens; a response without a stop within it is truncated (reward 0)"},
+    {"world", "check_verdict", CFG_ENUM, "policy", NO_RANGE, "policy|environment",
+     "who writes a self-check's verdict (ok/no) in rollouts and evals: the policy, or the "
+     "environment from the truth like a tool (its tokens get no gradient; docs/world.md)"},
     // [pretrain]: `grpolab pretrain`, next-token cross-entropy on the corpus
     {"pretrain", "steps", CFG_INT, "3000", 1, 100000000, NULL, "optimizer steps"},
     {"pretrain", "batch_size", CFG_INT, "32", 1, 65536, NULL, "corpus documents per step"},

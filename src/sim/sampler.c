@@ -1,5 +1,6 @@
 #include "sampler.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ void generation_alloc(Generation *g, int n, int max_new) {
     g->stopped = xcalloc((size_t)n, sizeof(int));
     g->tokens = xcalloc((size_t)n * max_new, sizeof(int));
     g->logp = xcalloc((size_t)n * max_new, sizeof(float));
+    g->env = xcalloc((size_t)n * max_new, 1);
 }
 
 void generation_free(Generation *g) {
@@ -19,6 +21,7 @@ void generation_free(Generation *g) {
     free(g->stopped);
     free(g->tokens);
     free(g->logp);
+    free(g->env);
     memset(g, 0, sizeof *g);
 }
 
@@ -29,6 +32,15 @@ int sampler_fits(const Model *m, const SamplerConfig *sc, int prompt_len, char *
                        "a prompt of %d tokens plus max_new_tokens = %d exceeds model.max_seq_len = %d",
                        prompt_len, sc->max_new_tokens, max_len);
     return 0;
+}
+
+// log softmax(row / temperature)[tok] (temperature 0: of row itself), kn_sample's logp
+static float row_logp(const float *row, int V, float temperature, int tok) {
+    float inv = temperature > 0 ? 1.0f / temperature : 1.0f, mx = row[0] * inv;
+    for (int v = 1; v < V; v++) mx = fmaxf(mx, row[v] * inv);
+    double z = 0;
+    for (int v = 0; v < V; v++) z += exp((double)(row[v] * inv - mx));
+    return (float)((double)(row[tok] * inv - mx) - log(z));
 }
 
 void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
@@ -50,11 +62,16 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
     uint64_t *ctr = xmalloc((size_t)n * sizeof(uint64_t));
     int *tok = xmalloc((size_t)n * sizeof(int)), *active = xmalloc((size_t)n * sizeof(int));
     float *lp = xmalloc((size_t)n * sizeof(float));
+    // the environment's pending tokens per sequence, and the logits on the host for their logp
+    int *pend = xmalloc((size_t)n * SAMPLER_ENV_MAX * sizeof(int));
+    int *n_pend = xcalloc((size_t)n, sizeof(int)), *at_pend = xcalloc((size_t)n, sizeof(int));
+    float *logits_h = sc->env ? xmalloc((size_t)n * V * sizeof(float)) : NULL;
     for (int i = 0; i < n; i++) {
         out->length[i] = 0;
         out->stopped[i] = 0;
         active[i] = 1;
     }
+    memset(out->env, 0, (size_t)out->n * out->max_new);
     model_prefill(m, prompts, prompt_len, n, T, logits);
     int n_active = n;
     for (int t = 0; t < sc->max_new_tokens && n_active > 0; t++) {
@@ -63,11 +80,29 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
         kn_sample(bk, d_tok, d_logp, logits, n, V, sc->temperature, sc->top_p, sc->seed, d_ctr);
         bk_download(bk, tok, d_tok, (size_t)n * sizeof(int));
         bk_download(bk, lp, d_logp, (size_t)n * sizeof(float));
+        int any_env = 0;
+        for (int i = 0; i < n; i++) any_env |= active[i] && at_pend[i] < n_pend[i];
+        if (any_env) bk_download(bk, logits_h, logits, (size_t)n * V * sizeof(float));
         for (int i = 0; i < n; i++) {
             if (!active[i]) continue;
-            out->tokens[(size_t)i * out->max_new + t] = tok[i];
-            out->logp[(size_t)i * out->max_new + t] = lp[i];
+            size_t o = (size_t)i * out->max_new + t;
+            if (at_pend[i] < n_pend[i]) {  // the environment's token replaces the draw
+                tok[i] = pend[i * SAMPLER_ENV_MAX + at_pend[i]++];
+                lp[i] = row_logp(logits_h + (size_t)i * V, V, sc->temperature, tok[i]);
+                out->env[o] = 1;
+            }
+            out->tokens[o] = tok[i];
+            out->logp[o] = lp[i];
             out->length[i] = t + 1;
+            if (sc->env && !out->env[o] && tok[i] != sc->eos_token && tok[i] != sc->stop_token) {
+                int k = sc->env(out->tokens + (size_t)i * out->max_new, t + 1,
+                                pend + i * SAMPLER_ENV_MAX, SAMPLER_ENV_MAX);
+                if (k < 0 || k > SAMPLER_ENV_MAX)
+                    die("sampler: the environment returned %d tokens (0..%d allowed)", k,
+                        SAMPLER_ENV_MAX);
+                n_pend[i] = k;
+                at_pend[i] = 0;
+            }
             if (tok[i] == sc->eos_token || (sc->stop_token >= 0 && tok[i] == sc->stop_token)) {
                 out->stopped[i] = 1;
                 active[i] = 0;
@@ -81,6 +116,10 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
     free(tok);
     free(active);
     free(lp);
+    free(pend);
+    free(n_pend);
+    free(at_pend);
+    free(logits_h);
     bk_free(bk, logits);
     bk_free(bk, d_logp);
     bk_free(bk, d_tok);

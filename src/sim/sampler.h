@@ -4,6 +4,9 @@
 // definition: the full softmax at that temperature), which PPO's ratio uses as pi_old.
 // Reproducible: the draw for token t of sequence `id` uses counter (id << 24) | t under
 // the seed, so a sequence's sample does not depend on the batch it was generated in.
+// An environment (SamplerConfig.env) may write tokens into a response, like a tool's
+// output: they take no draw, are marked in Generation.env, and the trainer gives them no
+// gradient.
 #ifndef GRPOLAB_SAMPLER_H
 #define GRPOLAB_SAMPLER_H
 
@@ -18,7 +21,17 @@ typedef struct {
     int eos_token;       // always stops
     int stop_token;      // also stops (e.g. "</answer>"); -1: none
     uint64_t seed;
+    // The environment's part of a response; NULL: the policy writes every token. After each
+    // token the policy writes, env(tokens, len, out, cap) is called with the response so far
+    // (len tokens, that token last); it returns k in [0, cap] and the k tokens in out that
+    // the environment writes next, one per step, before the policy writes again. They count
+    // towards the budget, and their logp is the policy's log-prob of them (kn_sample's
+    // definition). Example: template_env_verdict (template.h).
+    int (*env)(const int *tokens, int len, int *out, int cap);
 } SamplerConfig;
+
+// the most tokens an environment writes at once
+#define SAMPLER_ENV_MAX 8
 
 typedef struct {
     int n, max_new;  // sequences, budget (row stride of tokens/logp)
@@ -26,6 +39,7 @@ typedef struct {
     int *stopped;    // (n) 1 if ended by eos/stop token, 0 if the budget ran out (truncated)
     int *tokens;     // (n, max_new) generated ids
     float *logp;     // (n, max_new) sampling log-probs
+    unsigned char *env;  // (n, max_new) 1 where the environment wrote the token, else 0
 } Generation;
 
 void generation_alloc(Generation *g, int n, int max_new);

@@ -1,6 +1,7 @@
 // template.c: prompts, the verifier and the behaviour analysis (see template.h).
 #include "template.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -144,6 +145,83 @@ static int span_last_answer_line(const char *text, Span *sp) {
 
 static int span_value(const Span *sp, int64_t *v) {
     return template_parse_numeral(sp->begin, (size_t)(sp->end - sp->begin), v) == 0;
+}
+
+// ---------------------------------------------------------------- the environment's verdict
+
+// an integer of 1..15 digits with an optional leading '-' at *p; advances *p
+static int parse_int(const char **p, const char *end, int64_t *out) {
+    const char *q = *p;
+    int neg = 0, digits = 0;
+    if (q < end && *q == '-') {
+        neg = 1;
+        q++;
+    }
+    int64_t v = 0;
+    while (q < end && *q >= '0' && *q <= '9') {
+        if (++digits > 15) return -1;
+        v = v * 10 + (*q++ - '0');
+    }
+    if (digits == 0) return -1;
+    *out = neg ? -v : v;
+    *p = q;
+    return 0;
+}
+
+// "a op b=v" (b possibly "(-n)") exactly filling [s, end): 1 if a op b == v, 0 if not, -1 if
+// it is not a step
+static int check_step(const char *s, const char *end) {
+    int64_t a, b, v;
+    if (parse_int(&s, end, &a) != 0 || s >= end || !strchr("+-*", *s)) return -1;
+    char op = *s++;
+    if (s < end && *s == '(') {
+        s++;
+        if (s >= end || *s != '-' || parse_int(&s, end, &b) != 0 || s >= end || *s != ')') return -1;
+        s++;
+    } else if (s < end && *s == '-') {
+        return -1;  // a negative right operand is written "(-n)"
+    } else if (parse_int(&s, end, &b) != 0) {
+        return -1;
+    }
+    if (s >= end || *s++ != '=' || parse_int(&s, end, &v) != 0 || s != end) return -1;
+    int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;  // |a|, |b| < 1e15: a*b may
+    if (op == '*' && a != 0 && (b > INT64_MAX / (a < 0 ? -a : a) || b < -(INT64_MAX / (a < 0 ? -a : a))))
+        return 0;  // overflows int64: no v of 15 digits equals it
+    return r == v;
+}
+
+const char *template_env_verdict_text(const char *text) {
+    size_t n = strlen(text);
+    if (n < 2 || text[n - 1] != ' ') return NULL;
+    const char *end = text + n - 1, *c = NULL;
+    for (const char *q = strstr(text, MARK_CHECK); q && q < end; q = strstr(q + 1, MARK_CHECK)) c = q;
+    if (!c) return NULL;
+    const char *e = c + strlen(MARK_CHECK);
+    if (e >= end) return NULL;
+    for (const char *q = e; q < end; q++)
+        if (!strchr("0123456789+-*()=", *q)) return NULL;
+    if (!memchr(e, '=', (size_t)(end - e))) return NULL;  // the value is not written yet
+    return check_step(e, end) == 1 ? MARK_OK + 1 : MARK_NO + 1;
+}
+
+int template_env_verdict(const int *tokens, int len, int *out, int cap) {
+    // a clause is short: the last 64 tokens hold it (a longer tail is no step of the corpus)
+    enum { TAIL = 64 };
+    if (len < 1 || cap < 2) return 0;
+    const Tokenizer *tk = tokenizer_default();
+    const char *last = tok_str(tk, tokens[len - 1]);
+    if (!last || strcmp(last, " ") != 0) return 0;
+    int from = len > TAIL ? len - TAIL : 0;
+    char text[TAIL * 16 + 1];
+    if (tok_decode(tk, tokens + from, len - from, text, sizeof text) < 0) return 0;
+    const char *verdict = template_env_verdict_text(text);
+    if (!verdict) return 0;
+    char one[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        one[0] = verdict[k];
+        out[k] = tok_id(tk, one);
+    }
+    return 2;
 }
 
 // ---------------------------------------------------------------- behaviour

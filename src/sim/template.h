@@ -78,6 +78,18 @@ typedef struct {
 void verify_response(Template t, const Task *task, const char *response_text, int stopped,
                      Verdict *v);
 
+// ---- the environment's check verdict (world.check_verdict = environment)
+// A sampler environment (SamplerConfig.env): when the response so far ends with a check
+// clause and a space, "check <a><op><b>=<v> ", the environment writes the verdict the way
+// a calculator would: "ok" if a op b equals v, "no" otherwise (also when the clause does not
+// parse as a step: a check that checks nothing disagrees). a is an integer, b an integer or
+// "(-n)", op one of + - *, as the corpus writes steps. Returns the number of tokens written
+// to out (2, or 0 when the response does not end with such a clause). Operands and values
+// longer than 15 digits do not parse.
+int template_env_verdict(const int *tokens, int len, int *out, int cap);
+// the same decision on text: "ok", "no" or NULL (exposed for tests)
+const char *template_env_verdict_text(const char *text);
+
 // Parses a numeral as described above from s[0..n). 0 and *out, or -1.
 int template_parse_numeral(const char *s, size_t n, int64_t *out);
 

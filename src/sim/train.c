@@ -180,10 +180,25 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
     bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
     bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
     MinibatchStats s = {0};
+    // the environment's tokens are observations, not actions: no weight, no gradient
+    int masked = 0;
+    for (int k = 0; k < n && r->env; k++) {
+        int i = idx[k];
+        for (int t = 0; t < r->resp_len[i]; t++)
+            if (r->env[r->tok_offset[i] + t]) {
+                w[token_pos(r, i, k, T, t)] = 0.0f;
+                masked = 1;
+            }
+    }
+    if (masked) bk_upload(bk, d.w, w, NT * sizeof(float));
     for (int k = 0; k < n; k++) {
         int i = idx[k];
         for (int t = 0; t < r->resp_len[i]; t++) {
             size_t p = token_pos(r, i, k, T, t);
+            if (r->env && r->env[r->tok_offset[i] + t]) {
+                if (weights) weights[r->tok_offset[i] + t] = 0.0f;
+                continue;
+            }
             if (weights) weights[r->tok_offset[i] + t] = w[p];
             s.loss += (double)coef[k] * loss[p];
             if (kl) s.kl_sum += kl[p];
@@ -203,7 +218,9 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
         memset(w, 0, NT * sizeof(float));
         for (int k = 0; k < n; k++) {
             int i = idx[k];
-            for (int t = 0; t < r->resp_len[i]; t++) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
+            for (int t = 0; t < r->resp_len[i]; t++)
+                if (!r->env || !r->env[r->tok_offset[i] + t])
+                    w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
         }
         bk_upload(bk, d.w, w, NT * sizeof(float));
         model_zero_grad(m);
@@ -531,7 +548,9 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         AdamWConfig opt = setup_adamw(cfg);
         SamplerConfig sc = {.temperature = S.temperature, .top_p = S.top_p, .max_new_tokens = max_new,
                             .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
-                            .seed = S.seed};
+                            .seed = S.seed,
+                            .env = strcmp(config_str(cfg, "world.check_verdict"), "environment") == 0
+                                       ? template_env_verdict : NULL};
         EvalConfig ec = {.template_kind = S.template_kind, .world_seed = (uint64_t)config_int(cfg, "world.seed"),
                          .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
                          .pool_seed = S.seed};
@@ -554,6 +573,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         float *logp_old = xmalloc(tok_cap * sizeof(float)), *logp_ref = ref ? xmalloc(tok_cap * sizeof(float)) : NULL;
         float *weights = xmalloc(tok_cap * sizeof(float));
         int *tok_step = xmalloc(tok_cap * sizeof(int));
+        unsigned char *tok_env = xmalloc(tok_cap);
         char *resp_text = xmalloc((size_t)max_new * 16 + 16), text[1024];
         Generation gen;
         generation_alloc(&gen, N, max_new);
@@ -609,6 +629,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                 verify_response(S.template_kind, &tasks[i / G], resp_text, gen.stopped[i], &verd[i]);
                 rewards[i] = (float)verd[i].reward;
                 tok_off[i] = n_tok;
+                memcpy(tok_env + n_tok, gen.env + (size_t)i * gen.max_new, (size_t)gen.length[i]);
                 n_tok += gen.length[i];
                 len_sum += gen.length[i];
                 rew_sum += rewards[i];
@@ -650,7 +671,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
             // ---- update: old log-probs, then epochs of minibatches
             Rollout r = {.n = N, .prompt = prompt_ptr, .prompt_len = plen, .resp = resp_ptr,
                          .resp_len = gen.length, .advantage = adv, .tok_offset = tok_off,
-                         .logp_old = logp_old, .logp_ref = logp_ref};
+                         .logp_old = logp_old, .logp_ref = logp_ref, .env = sc.env ? tok_env : NULL};
             double loss_sum = 0, gnorm_sum = 0, kl_sum = 0, ent_sum = 0, cosine = NAN;
             long long upd_tok = 0, clip_lo = 0, clip_hi = 0, ent_tok = 0;
             int n_updates = 0;
@@ -792,6 +813,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         free(logp_ref);
         free(weights);
         free(tok_step);
+        free(tok_env);
         free(resp_text);
     }
 done:

@@ -55,6 +55,8 @@ typedef struct {
     const int *tok_offset;
     float *logp_old;         // pi_old per token (filled by train_old_logp)
     float *logp_ref;         // pi_ref per token (beta > 0 only; else NULL)
+    const unsigned char *env;  // per token: 1 = written by the environment (no gradient,
+                               // weight 0, left out of the statistics); NULL: none
 } Rollout;
 
 typedef struct {
@@ -69,7 +71,8 @@ typedef struct {
 void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n);
 
 // One forward over the minibatch idx[0..n) of r, the token weights w of objective oc
-// (kn_token_weights; aggregation over this minibatch, M = n) written to weights (per-token
+// (kn_token_weights; aggregation over this minibatch, M = n; 0 on the environment's tokens,
+// which still count in |o|) written to weights (per-token
 // layout of r; may be NULL), and one backward with dlogp = -w, accumulated into m's
 // gradients. The statistics in st are summed on the host in response order. If
 // unbiased_adv is not NULL, the gradients of the unbiased policy gradient on the same forward
