@@ -184,9 +184,10 @@ static int check_step(const char *s, const char *end) {
         return -1;
     }
     if (s >= end || *s++ != '=' || parse_int(&s, end, &v) != 0 || s != end) return -1;
-    int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;  // |a|, |b| < 1e15: a*b may
-    if (op == '*' && a != 0 && (b > INT64_MAX / (a < 0 ? -a : a) || b < -(INT64_MAX / (a < 0 ? -a : a))))
-        return 0;  // overflows int64: no v of 15 digits equals it
+    // |a|, |b| < 1e15: a sum fits int64, a product may not (then no v of 15 digits equals it)
+    int64_t abs_a = a < 0 ? -a : a;
+    if (op == '*' && abs_a != 0 && (b > INT64_MAX / abs_a || b < -(INT64_MAX / abs_a))) return 0;
+    int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;
     return r == v;
 }
 
