@@ -47,7 +47,11 @@ say() { echo "reproduce-fig5 [$(( $(date +%s) - t0 ))s]: $*"; }
 if [ -f "$BASE" ]; then
   say "base model $BASE exists (delete it to pretrain again)"
 else
-  say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; ~12 min on 2 CPU cores)"
+  if [ "$QUICK" = 1 ]; then
+    say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 200 steps; about a minute)"
+  else
+    say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; ~12 min on 2 CPU cores)"
+  fi
   "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
 fi
 
