@@ -862,7 +862,7 @@ static void test_env_verdict(void **state) {
         assert_true(corpus_document(&p, 77, d, doc, DOC_CAP, &in) > 0);
         for (char *c = strstr(doc, MARK_CHECK); c; c = strstr(c + 1, MARK_CHECK)) {
             char *q = c + strlen(MARK_CHECK);
-            while (*q && strchr("0123456789+-*()=", *q)) q++;
+            while (*q && strchr(STEP_CHARS, *q)) q++;
             if (*q != ' ' || !(q[1] == 'o' || q[1] == 'n')) continue;  // cut by the budget
             char save = q[1];
             q[1] = '\0';

@@ -358,8 +358,7 @@ static int cmd_eval(int argc, char **argv) {
                                  .max_new_tokens = (int)config_int(c, "world.max_new_tokens"),
                                  .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, ec.template_kind),
                                  .seed = (uint64_t)config_int(c, "run.seed"),
-                                 .env = strcmp(config_str(c, "world.check_verdict"), "environment") == 0
-                                            ? template_env_verdict : NULL};
+                                 .env = setup_sampler_env(c)};
     int longest = 0;
     for (int b = 0; b < world_num_benchmarks(); b++)
         for (int j = 0; j < world_benchmark_size(b); j++) {

@@ -14,6 +14,9 @@
 
 #include "model.h"
 
+// an environment that writes tokens into a response (see SamplerConfig.env)
+typedef int (*SamplerEnvFn)(const int *tokens, int len, int *out, int cap);
+
 typedef struct {
     float temperature;   // 0 = greedy
     float top_p;         // (0, 1]
@@ -27,7 +30,7 @@ typedef struct {
     // the environment writes next, one per step, before the policy writes again. They count
     // towards the budget, and their logp is the policy's log-prob of them (kn_sample's
     // definition). Example: template_env_verdict (template.h).
-    int (*env)(const int *tokens, int len, int *out, int cap);
+    SamplerEnvFn env;
 } SamplerConfig;
 
 // the most tokens an environment writes at once

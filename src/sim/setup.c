@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "template.h"
 
 // OpenBLAS's thread control (declared in its cblas.h; repeated here to keep cblas.h out).
 void openblas_set_num_threads(int num_threads);
@@ -88,4 +89,9 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
         return set_err(err, errlen, "corpus.max_doc_tokens = %d: more than model.max_seq_len = %d",
                        p->max_doc_tokens, max_len);
     return corpus_params_validate(p, err, errlen);
+}
+
+SamplerEnvFn setup_sampler_env(const Config *c) {
+    return strcmp(config_str(c, "world.check_verdict"), "environment") == 0 ? template_env_verdict
+                                                                           : NULL;
 }

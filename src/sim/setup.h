@@ -7,6 +7,7 @@
 #include "config.h"
 #include "corpus.h"
 #include "model.h"
+#include "sampler.h"
 
 // [model] section -> ModelConfig; -1 with a message naming the key on an inconsistent config.
 int setup_model_config(const Config *c, ModelConfig *out, char *err, size_t errlen);
@@ -14,6 +15,9 @@ int setup_model_config(const Config *c, ModelConfig *out, char *err, size_t errl
 int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errlen);
 // [optim] section -> AdamWConfig.
 AdamWConfig setup_adamw(const Config *c);
+// world.check_verdict -> the sampler's environment: template_env_verdict for
+// "environment", NULL (the policy writes every token) for "policy".
+SamplerEnvFn setup_sampler_env(const Config *c);
 // run.backend (auto|cpu|cuda, or the override if not NULL) -> a backend; auto picks cuda
 // when a device is usable, else cpu. Prints which one and why to stderr when verbose.
 // Applies run.threads to OpenMP and OpenBLAS. NULL with a message on failure.

@@ -200,7 +200,7 @@ const char *template_env_verdict_text(const char *text) {
     const char *e = c + strlen(MARK_CHECK);
     if (e >= end) return NULL;
     for (const char *q = e; q < end; q++)
-        if (!strchr("0123456789+-*()=", *q)) return NULL;
+        if (!strchr(STEP_CHARS, *q)) return NULL;
     if (!memchr(e, '=', (size_t)(end - e))) return NULL;  // the value is not written yet
     return check_step(e, end) == 1 ? MARK_OK + 1 : MARK_NO + 1;
 }
@@ -235,7 +235,7 @@ static void read_behaviour(const char *text, Verdict *v) {
     for (const char *c = strstr(text, MARK_CHECK); c; c = strstr(c + 1, MARK_CHECK)) {
         v->n_checks++;
         const char *e = c + strlen(MARK_CHECK), *q = e;
-        while (*q && strchr("0123456789+-*()=", *q)) q++;
+        while (*q && strchr(STEP_CHARS, *q)) q++;
         if (strncmp(q, MARK_NO, strlen(MARK_NO)) != 0) continue;
         v->n_disagreements++;
         if (!first_no) first_no = q;

@@ -40,6 +40,8 @@
 #define MARK_GUESS "guess "      // "guess 12."            a quick guess after a disagreement
 #define MARK_ANSWER "answer:"    // "answer: 11"           final line of the plain format
 #define MARK_BOXED "\\boxed{"
+// the characters of a step "a op b=v" (what follows MARK_CHECK up to the verdict)
+#define STEP_CHARS "0123456789+-*()="
 // looped: at least this many disagreeing checks of the same step ("a op b", the text before
 // '=') in a row among the disagreements, the first one included
 #define LOOP_MIN_DISAGREE 3

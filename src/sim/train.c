@@ -180,22 +180,16 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
     bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
     bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
     MinibatchStats s = {0};
-    // the environment's tokens are observations, not actions: no weight, no gradient
     int masked = 0;
-    for (int k = 0; k < n && r->env; k++) {
-        int i = idx[k];
-        for (int t = 0; t < r->resp_len[i]; t++)
-            if (r->env[r->tok_offset[i] + t]) {
-                w[token_pos(r, i, k, T, t)] = 0.0f;
-                masked = 1;
-            }
-    }
-    if (masked) bk_upload(bk, d.w, w, NT * sizeof(float));
     for (int k = 0; k < n; k++) {
         int i = idx[k];
         for (int t = 0; t < r->resp_len[i]; t++) {
             size_t p = token_pos(r, i, k, T, t);
+            // the environment's tokens are observations, not actions: no weight, no gradient,
+            // not in the statistics
             if (r->env && r->env[r->tok_offset[i] + t]) {
+                w[p] = 0.0f;
+                masked = 1;
                 if (weights) weights[r->tok_offset[i] + t] = 0.0f;
                 continue;
             }
@@ -208,6 +202,7 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
         s.clipped_low += clip_low[k];
         s.clipped_high += clip_high[k];
     }
+    if (masked) bk_upload(bk, d.w, w, NT * sizeof(float));
     backward_weights(m, d.w, n, T);
     double cosine = NAN;
     if (unbiased_adv) {
@@ -549,8 +544,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         SamplerConfig sc = {.temperature = S.temperature, .top_p = S.top_p, .max_new_tokens = max_new,
                             .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
                             .seed = S.seed,
-                            .env = strcmp(config_str(cfg, "world.check_verdict"), "environment") == 0
-                                       ? template_env_verdict : NULL};
+                            .env = setup_sampler_env(cfg)};
         EvalConfig ec = {.template_kind = S.template_kind, .world_seed = (uint64_t)config_int(cfg, "world.seed"),
                          .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
                          .pool_seed = S.seed};
