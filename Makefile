@@ -109,12 +109,14 @@ gpu-check:
 	@scripts/gpu-check.sh
 
 # Fig. 5 of the paper from a fresh clone (scripts/reproduce-fig5.sh): SEEDS=N seeds per
-# objective (default 1), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto.
+# objective (default 1), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto,
+# JOBS=N runs trained at a time (default 1).
 SEEDS ?= 1
+JOBS ?= 1
 QUICK ?= 0
 BACKEND ?= auto
 reproduce-fig5: all
-	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig5.sh
+	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig5.sh
 
 clean:
 	rm -rf build build-asan

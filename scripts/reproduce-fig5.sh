@@ -7,7 +7,9 @@
 #      the summary (also written to plots/summary.md)
 # Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a briefly pretrained base
 # model, 12 RL steps of 4 prompts; under 5 minutes on 2 cores; files under data/*/quick and
-# plots/quick), BACKEND=auto|cpu|cuda (default auto), GRPOLAB=path of the binary.
+# plots/quick), BACKEND=auto|cpu|cuda (default auto), GRPOLAB=path of the binary, JOBS=N
+# (default 1): train N runs at a time, each on nproc/N threads (run.threads) with its output
+# in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both cores busy during the evaluations too.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
 # its checkpoint (--resume). Delete data/runs/fig5_* to train afresh after changing a config.
 set -euo pipefail
@@ -19,6 +21,10 @@ BACKEND=${BACKEND:-auto}
 BIN=${GRPOLAB:-build/grpolab}
 if ! [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]]; then
   echo "reproduce-fig5: SEEDS='$SEEDS': expected a positive integer" >&2; exit 2
+fi
+JOBS=${JOBS:-1}
+if ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "reproduce-fig5: JOBS='$JOBS': expected a positive integer" >&2; exit 2
 fi
 if [ "$QUICK" != 0 ] && [ "$QUICK" != 1 ]; then
   echo "reproduce-fig5: QUICK='$QUICK': expected 0 or 1" >&2; exit 2
@@ -55,7 +61,20 @@ else
   "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
 fi
 
+THREADS=()
+if [ "$JOBS" -gt 1 ]; then
+  t=$(( $(nproc) / JOBS )); [ "$t" -ge 1 ] || t=1
+  THREADS=(--set "run.threads=$t")
+fi
 runs=()
+pids=()
+failed=0
+reap() {  # wait for one background run; remember a failure
+  local rc=0
+  wait -n || rc=$?
+  if [ "$rc" -ne 0 ]; then failed=1; say "a run failed (exit $rc): see its .log"; fi
+  pids=("${pids[@]:1}")
+}
 for ((k = 0; k < SEEDS; k++)); do
   seed=$((1234 + k))
   for obj in grpo dr_grpo; do
@@ -73,11 +92,21 @@ for ((k = 0; k < SEEDS; k++)); do
         say "$out has no checkpoint (it stopped before its first one): training it again"
       fi
     fi
-    say "training $obj, seed $seed -> $out"
-    "$BIN" train --config "experiments/fig5/$obj.ini" --set "train.init=$BASE" --set "run.seed=$seed" \
-      "${TRAIN_SET[@]}" --out "$out" "${mode[@]}" --backend "$BACKEND"
+    cmd=("$BIN" train --config "experiments/fig5/$obj.ini" --set "train.init=$BASE" --set "run.seed=$seed"
+         "${TRAIN_SET[@]}" "${THREADS[@]}" --out "$out" "${mode[@]}" --backend "$BACKEND")
+    if [ "$JOBS" -gt 1 ]; then
+      while [ "${#pids[@]}" -ge "$JOBS" ]; do reap; done
+      say "training $obj, seed $seed -> $out (output in $out.log)"
+      "${cmd[@]}" > "$out.log" 2>&1 &
+      pids+=($!)
+    else
+      say "training $obj, seed $seed -> $out"
+      "${cmd[@]}"
+    fi
   done
 done
+while [ "${#pids[@]}" -gt 0 ]; do reap; done
+[ "$failed" = 0 ] || { say "stopping: a run failed"; exit 1; }
 
 say "figures -> $PLOTS/"
 "$BIN" plot fig5 "${runs[@]}" -o "$PLOTS/fig5" --smooth 0.1   # per-step curves are noisy: EMA, stated on the figure

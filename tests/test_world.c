@@ -656,6 +656,90 @@ static void test_corpus_documents(void **state) {
     assert_true(n_loop_cut > 0 && n_loop_cut < n_loop);  // loops sometimes run past the budget
 }
 
+// The loop knobs of experiments/base/pretrain.ini: a loop repeats the checked wrong value in
+// every attempt, writes loop_min_cycles + Geometric(loop_continue_p) attempts and ends with a
+// guess. Checked on the text, against the verifier's flags and against the knobs.
+static void test_corpus_repeating_loops(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    p.p_template_r1 = 1, p.p_template_boxed = 0;
+    p.p_r1_off_format = 0;
+    p.p_false_alarm = 0.005;
+    p.p_recover = 0.7, p.p_loop = 0.2, p.p_give_up = 0.1;
+    p.loop_min_cycles = 1, p.loop_continue_p = 0.3, p.p_loop_restart = 0;
+    p.p_loop_repeat = 1, p.p_loop_give_up = 1;
+    char err[256];
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+    const int n = 6000;
+    static char doc[DOC_CAP];
+    int loops = 0, loops_uncut = 0, cycles = 0, repeats = 0, agree = 0, uncut = 0, flagged = 0;
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        int len = corpus_document(&p, 99, i, doc, DOC_CAP, &in);
+        assert_true(len > 0);
+        Task task;
+        corpus_task(&p, 99, i, &task);
+        if (in.n_loop == 1 && !in.truncated) {
+            loops_uncut++;
+            // the loop's last check "check A=V no." and every "redo A=" of the document
+            // writes V (a false alarm before the loop repeats one wrong value instead)
+            const char *no = NULL;
+            for (const char *q = strstr(doc, " no."); q; q = strstr(q + 1, " no.")) no = q;
+            assert_non_null(no);
+            const char *chk = no;
+            while (chk > doc && strncmp(chk, MARK_CHECK, strlen(MARK_CHECK)) != 0) chk--;
+            chk += strlen(MARK_CHECK);
+            const char *eq = strchr(chk, '=');
+            char lhs[64], val[64], pat[80];
+            snprintf(lhs, sizeof lhs, "%.*s", (int)(eq - chk), chk);
+            snprintf(val, sizeof val, "%.*s", (int)(no - eq - 1), eq + 1);
+            snprintf(pat, sizeof pat, "%s%s=", MARK_REDO, lhs);
+            int redos = 0, same = 0;
+            for (const char *q = strstr(doc, pat); q; q = strstr(q + 1, pat)) {
+                const char *v = q + strlen(pat);
+                redos++;
+                same += strncmp(v, val, strlen(val)) == 0 && v[strlen(val)] == '.';
+            }
+            if (redos != in.loop_cycles || same != redos)
+                fail_msg("document %d: %d attempts, %d redos of %s, %d of them =%s: %s", i,
+                         in.loop_cycles, redos, lhs, same, val, doc);
+            // a loop ends with a guess and fails
+            assert_non_null(strstr(doc, MARK_GUESS));
+            assert_false(in.correct);
+            assert_true(in.gave_up);
+        }
+        loops += in.n_loop > 0;
+        cycles += in.loop_cycles;
+        repeats += in.loop_repeats;
+        flagged += in.looped;
+        if (!in.truncated) {
+            doc[len - 5] = '\0';
+            Verdict v;
+            verify_response(in.format, &task, doc + in.prompt_chars, 1, &v);
+            uncut++;
+            agree += v.looped == in.looped && v.gave_up == in.gave_up &&
+                     v.recovered == in.recovered && v.n_disagreements == in.n_disagree;
+        }
+    }
+    double mean = cycles / (double)loops, want = p.loop_min_cycles + 0.3 / 0.7;
+    printf("  %d loops (%d uncut): %.2f attempts each (knobs: %.2f), %d repeating, %d with the "
+           "verifier's loop flag; verifier agrees on %d/%d uncut documents\n",
+           loops, loops_uncut, mean, want, repeats, flagged, agree, uncut);
+    assert_true(loops > 200 && loops_uncut > 0.8 * loops);  // short loops mostly fit
+    assert_int_equal(repeats, loops);
+    assert_true(fabs(mean - want) < 0.15);
+    // loops of one attempt (two disagreements) stay below the flag's three in a row
+    assert_true(flagged > 0.15 * loops && flagged < 0.45 * loops);
+    assert_int_equal(agree, uncut);
+    // the knobs are range-checked
+    p.loop_min_cycles = 0;
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "loop_min_cycles = 0"));
+    p.loop_min_cycles = 1, p.p_loop_repeat = 1.5;
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "p_loop_repeat"));
+}
+
 // Behaviour frequencies over 5000 documents against the knobs, per level.
 static void test_corpus_frequencies(void **state) {
     CorpusParams p = corpus_params_default();
@@ -896,6 +980,7 @@ int main(void) {
         cmocka_unit_test(test_corpus_determinism_and_params),
         cmocka_unit_test(test_corpus_documents),
         cmocka_unit_test(test_corpus_frequencies),
+        cmocka_unit_test(test_corpus_repeating_loops),
         cmocka_unit_test(test_corpus_checking_pays),
         cmocka_unit_test(test_env_verdict),
     };

@@ -37,6 +37,9 @@ CorpusParams corpus_params_default(void) {
         .p_give_up = 0.15,
         .loop_continue_p = 0.70,
         .p_loop_restart = 0.30,
+        .loop_min_cycles = LOOP_MIN_DISAGREE - 1,
+        .p_loop_repeat = 0.0,
+        .p_loop_give_up = 0.0,
         .level_weights = {1, 1, 1, 1, 1},
         .max_doc_tokens = 256,
     };
@@ -62,6 +65,7 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
         {"p_give_up", p->p_give_up, 1},             {"loop_continue_p", p->loop_continue_p, 0.95},
         {"p_loop_restart", p->p_loop_restart, 1},   {"error_hard_factor", p->error_hard_factor, 10},
         {"error_easy_factor", p->error_easy_factor, 10},
+        {"p_loop_repeat", p->p_loop_repeat, 1},     {"p_loop_give_up", p->p_loop_give_up, 1},
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++)
         if (check_prob(probs[i].name, probs[i].v, probs[i].hi, err, errlen)) return -1;
@@ -80,6 +84,9 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
                        p->p_template_r1 + p->p_template_boxed);
     if (!(p->p_recover + p->p_loop + p->p_give_up > 0))
         return set_err(err, errlen, "corpus: p_recover + p_loop + p_give_up must be > 0");
+    if (p->loop_min_cycles < 1 || p->loop_min_cycles > 16)
+        return set_err(err, errlen, "corpus: loop_min_cycles = %d out of range (allowed: [1, 16])",
+                       p->loop_min_cycles);
     if (p->max_doc_tokens < 96 || p->max_doc_tokens > 1024)
         return set_err(err, errlen, "corpus: max_doc_tokens = %d out of range (allowed: [96, 1024])",
                        p->max_doc_tokens);
@@ -241,14 +248,23 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     put_step(&w, MARK_REDO, a, op, bb, v, ".");
                 } else if (branch == 1) {  // loop
                     info->n_loop++;
-                    int cycles = LOOP_MIN_DISAGREE - 1 +
+                    int cycles = p->loop_min_cycles +
                                  geometric(r, p->loop_continue_p, MAX_LOOP_CYCLES);
                     info->loop_cycles += cycles;
+                    // a repeating loop writes the checked wrong value again in every attempt
+                    // (a wrong value if the check was a false alarm); the draws are skipped
+                    // when the knob is 0, so the default corpus is unchanged
+                    int repeat = p->p_loop_repeat > 0 && world_rng_u01(r) < p->p_loop_repeat;
+                    int64_t v_rep = v;
+                    if (repeat && v == truth) v_rep = wrong_value(r, truth);
+                    info->loop_repeats += repeat;
+                    // the verifier flags a loop from LOOP_MIN_DISAGREE disagreements in a row
+                    if (cycles >= LOOP_MIN_DISAGREE - 1) info->n_loop_flagged++;
                     // cycles past the context are not written, the document is cut there
                     // (tags are the only multi-character tokens, and before the ending a
                     // draft holds at most one: tokens > characters - 8)
                     for (int c = 0; c < cycles && b->len < (size_t)p->max_doc_tokens + 256; c++) {
-                        v = wrong_value(r, truth);
+                        v = repeat ? v_rep : wrong_value(r, truth);
                         if (world_rng_u01(r) < p->p_loop_restart) {
                             sep(&w);
                             put(b, "%s", MARK_RESTART);
@@ -261,6 +277,13 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                         put_step(&w, MARK_CHECK, a, op, bb, v, MARK_NO ".");
                         info->n_checks++;
                         info->n_disagree++;
+                    }
+                    if (p->p_loop_give_up > 0 && world_rng_u01(r) < p->p_loop_give_up) {
+                        info->loop_give_ups++;
+                        final = wrong_value(r, task->answer);
+                        final_set = 1;
+                        sep(&w);
+                        put(b, "%s%lld.", MARK_GUESS, (long long)final);
                     }
                 } else {  // give up
                     info->n_give_up++;
@@ -357,8 +380,8 @@ int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *o
     info.has_error = info.n_errors > 0;
     info.self_checked = info.n_checks > 0;
     info.disagreement = info.n_disagree > 0;
-    info.looped = info.n_loop > 0;
-    info.gave_up = info.n_give_up > 0;
+    info.looped = info.n_loop_flagged > 0;
+    info.gave_up = info.n_give_up > 0 || info.loop_give_ups > 0;
     info.recovered = info.n_recover > 0 && info.correct && !info.looped && !info.gave_up;
     if (info_out) *info_out = info;
     return len;

@@ -10,10 +10,13 @@
 // disagrees ("check 4*2=9 no.") unless it misses, and a check of a right step says ok unless
 // it raises a false alarm. From a disagreement the document goes on one of three ways:
 //   recover  "redo 4*2=8." and continues (correct unless a later step errs silently);
-//   loop     LOOP_MIN_DISAGREE-1 or more further wrong attempts ("redo 4*2=7. check 4*2=7
-//            no." or "restart." and the steps again), one more each time with probability
-//            loop_continue_p, then goes on with the last wrong value; often past the budget,
-//            where the document is cut at max_doc_tokens without <eos>;
+//   loop     loop_min_cycles (default LOOP_MIN_DISAGREE-1) or more further wrong attempts
+//            ("redo 4*2=7. check 4*2=7 no." or "restart." and the steps again), one more
+//            each time with probability loop_continue_p, then goes on with the last wrong
+//            value, or with p_loop_give_up gives up ("guess 12."); with p_loop_repeat every
+//            attempt repeats the checked wrong value (a literal repetition, as a language
+//            model's loops are). Loops often run past the budget, where the document is cut
+//            at max_doc_tokens without <eos>;
 //   give up  "guess 12." with a wrong number, and ends.
 // Every probability is a knob of CorpusParams. Draws are Philox at (seed, purpose, index):
 // the task of document i depends only on (seed, i, its level), the behaviour draws on a
@@ -41,6 +44,10 @@ typedef struct {
     double p_recover, p_loop, p_give_up;  // what follows a disagreement (weights, normalised)
     double loop_continue_p;    // after the minimum, one more loop cycle with this probability
     double p_loop_restart;     // a loop cycle restarts from the first step (else redoes)
+    int loop_min_cycles;       // a loop writes at least this many further wrong attempts
+    double p_loop_repeat;      // a loop repeats the checked wrong value in every attempt
+                               // (a literal repetition) instead of a new wrong value each
+    double p_loop_give_up;     // a loop ends with a guess (give up) instead of going on
     double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
     int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
 } CorpusParams;
@@ -64,8 +71,11 @@ typedef struct {
     int n_missed, n_false_alarms;  // checks of wrong steps that said ok / right steps that said no
     int n_recover, n_loop, n_give_up;  // how the disagreements went on (generator's choice)
     int loop_cycles;   // further wrong attempts drawn for loops (written until the cut)
+    int n_loop_flagged; // loops of at least LOOP_MIN_DISAGREE - 1 cycles (the verifier's flag)
+    int loop_repeats;  // loops that repeated the checked wrong value (p_loop_repeat)
+    int loop_give_ups; // loops that ended with a guess (p_loop_give_up)
     int recovered;     // n_recover > 0, correct, no loop, no give-up
-    int looped;        // n_loop > 0
+    int looped;        // n_loop_flagged > 0 (with the default loop_min_cycles: n_loop > 0)
     int gave_up;       // n_give_up > 0
     int truncated;     // cut at max_doc_tokens (no <eos>)
     int correct;       // not truncated and the final answer equals the truth

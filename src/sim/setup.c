@@ -78,12 +78,14 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
         KNOB("loop_continue_p", loop_continue_p),   KNOB("p_loop_restart", p_loop_restart),
         KNOB("weight_level1", level_weights[0]),    KNOB("weight_level2", level_weights[1]),
         KNOB("weight_level3", level_weights[2]),    KNOB("weight_level4", level_weights[3]),
-        KNOB("weight_level5", level_weights[4]),
+        KNOB("weight_level5", level_weights[4]),    KNOB("p_loop_repeat", p_loop_repeat),
+        KNOB("p_loop_give_up", p_loop_give_up),
 #undef KNOB
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         *(double *)((char *)p + knobs[i].offset) = config_float(c, knobs[i].key);
     p->max_doc_tokens = (int)config_int(c, "corpus.max_doc_tokens");
+    p->loop_min_cycles = (int)config_int(c, "corpus.loop_min_cycles");
     int max_len = (int)config_int(c, "model.max_seq_len");
     if (p->max_doc_tokens > max_len)
         return set_err(err, errlen, "corpus.max_doc_tokens = %d: more than model.max_seq_len = %d",
