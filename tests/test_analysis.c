@@ -52,7 +52,8 @@ static int teardown(void **state) {
 // incorrect length 90 f, score 0.375.
 // Per step two questions of G = 4: rewards (1,1,0,0) and (1,1,1,0); response i of a group
 // has length 10 (i + 1), advantage by GRPO's ddof-0 formula, and every token the weight
-// A / (M |o|) with M = 4 (GRPO's coefficient at rho = 1).
+// A / (M |o|) with M = 4 (GRPO's coefficient at rho = 1). Responses i = 2, 3 of each group
+// have a disagreement; response 2 gave up before step 10, response 3 looped from step 10 on.
 typedef struct {
     const char *preset;
     int64_t seed;
@@ -60,7 +61,7 @@ typedef struct {
     int n_evals_skip;  // 1: no /eval rows
 } Synth;
 
-enum { NTR = 11, NEV = 7, NQ = 5, NR = 5, NT = 2 };
+enum { NTR = 11, NEV = 7, NQ = 5, NR = 8, NT = 2 };
 
 static void write_log(const char *path, const Synth *s, const char *kind, int drop_column) {
     char err[1024] = "";
@@ -102,17 +103,20 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
                                      {"reward_mean", COL_F64, "r"}, {"mean_abs_advantage", COL_F64, "a"},
                                      {"sum_abs_weight", COL_F64, "w"}};
     static const ColumnSpec R[NR] = {{"step", COL_I32, "s"}, {"length", COL_I32, "l"}, {"correct", COL_I32, "c"},
-                                     {"advantage", COL_F32, "a"}, {"token_offset", COL_I64, "o"}};
+                                     {"advantage", COL_F32, "a"}, {"token_offset", COL_I64, "o"},
+                                     {"disagreement", COL_I32, "d"}, {"gave_up", COL_I32, "g"},
+                                     {"looped", COL_I32, "l"}};
     static const ColumnSpec T[NT] = {{"step", COL_I32, "s"}, {"weight", COL_F32, "w"}};
-    // drop_column 1: /train without loop_rate (the last-but-one... any column the reader needs)
+    // drop_column 1: /train without loop_rate (any column the reader needs)
     ColumnSpec tr[NTR];
     int ntr = 0;
     for (int i = 0; i < NTR; i++)
-        if (!(drop_column && strcmp(TR[i].name, "loop_rate") == 0)) tr[ntr++] = TR[i];
+        if (!(drop_column == 1 && strcmp(TR[i].name, "loop_rate") == 0)) tr[ntr++] = TR[i];
     assert_int_equal(runlog_add_table(rl, "train", tr, ntr, 0, 0, err, sizeof err), 0);
     assert_int_equal(runlog_add_table(rl, "eval", EV, NEV, 0, 0, err, sizeof err), 0);
     assert_int_equal(runlog_add_table(rl, "questions", Q, NQ, 0, 0, err, sizeof err), 0);
-    assert_int_equal(runlog_add_table(rl, "responses", R, NR, 0, 1, err, sizeof err), 0);
+    int nr = drop_column == 2 ? NR - 3 : NR;  // 2: /responses without the behaviour flags
+    assert_int_equal(runlog_add_table(rl, "responses", R, nr, 0, 1, err, sizeof err), 0);
     assert_int_equal(runlog_add_table(rl, "tokens", T, NT, 0, 1, err, sizeof err), 0);
     assert_int_equal(runlog_start_swmr(rl, err, sizeof err), 0);
     double f = grpo ? 1.5 : 1.0;
@@ -127,7 +131,7 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
         row[0] = &step;
         int j = 1;
         for (int i = 1; i < NTR; i++)
-            if (!(drop_column && strcmp(TR[i].name, "loop_rate") == 0)) row[j++] = &v[i - 1];
+            if (!(drop_column == 1 && strcmp(TR[i].name, "loop_rate") == 0)) row[j++] = &v[i - 1];
         assert_int_equal(runlog_append(rl, "train", 1, row, err, sizeof err), 0);
         if (st % 5 == 0 && !s->n_evals_skip) {
             struct { int32_t b; double acc, lm, lc, li; int32_t n; } E[3] = {
@@ -145,7 +149,8 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
             for (int i = 0; i < 4; i++) {
                 float A = (float)((rewards[g][i] - mean) / sqrt(var));
                 int32_t len = 10 * (i + 1), cor = rewards[g][i] > 0.5f;
-                const void *rr[NR] = {&step, &len, &cor, &A, &tok};
+                int32_t dis = i >= 2, gave = i == 2 && st < 10, loop = i == 3 && st >= 10;
+                const void *rr[NR] = {&step, &len, &cor, &A, &tok, &dis, &gave, &loop};
                 assert_int_equal(runlog_append(rl, "responses", 1, rr, err, sizeof err), 0);
                 for (int t = 0; t < len; t++) {
                     float w = A / (4.0f * (float)len);
@@ -435,7 +440,39 @@ static void test_summary(void **state) {
     assert_non_null(strstr(buf, "[PASS] share of responses with a visible"));
     // final reward: last tenth (steps 18, 19) mean 0.237 + 0.025 (seeds 1, 2) = 0.262 for both
     assert_non_null(strstr(buf, "Dr. GRPO 0.262 vs GRPO 0.262"));
+    // after a disagreement (responses 2, 3 of both groups; first tenth steps 0-1, last 18-19):
+    // share 4/8; correct 1/4 (response 2 of (1,1,1,0)); gave up 2/4 -> 0; looped 0 -> 2/4;
+    // failing length (30 + 40 + 40) / 3
+    FailingStates fs[2];
+    char err[1024];
+    assert_int_equal(run_failing_states(runs[0], fs, err, sizeof err), 0);
+    CLOSE(fs[0].share, 0.5, 1e-12);
+    CLOSE(fs[1].correct, 0.25, 1e-12);
+    CLOSE(fs[0].gave_up, 0.5, 1e-12);
+    CLOSE(fs[1].gave_up, 0.0, 1e-12);
+    CLOSE(fs[0].looped, 0.0, 1e-12);
+    CLOSE(fs[1].looped, 0.5, 1e-12);
+    CLOSE(fs[1].fail_len, 110.0 / 3, 1e-9);
+    assert_non_null(strstr(buf, "0.500 -> 0.000"));
+    assert_non_null(strstr(buf, "36.7 -> 36.7"));
+    assert_non_null(strstr(buf, "0.250 ±0.000 -> 0.250 ±0.000"));  // the mean of 2 equal runs
     free(buf);
+    // a log without the flags: a note in the table, the rest of the summary stays
+    const char *pn = tmp_path("snoflags.h5");
+    Synth sn = {"grpo", 3, 20, 20, 0};
+    write_log(pn, &sn, "train", 2);
+    Run *rn = load_ok(pn);
+    assert_int_equal(run_failing_states(rn, fs, err, sizeof err), -1);
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "disagreement"));
+    assert_non_null(strstr(err, "snoflags.h5"));
+    f = open_memstream(&buf, &len);
+    summary_print(f, &rn, 1, 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "not available"));
+    assert_non_null(strstr(buf, "Per objective across runs"));
+    free(buf);
+    run_free(rn);
     f = open_memstream(&buf, &len);
     summary_print(f, runs, 4, 1);
     fclose(f);

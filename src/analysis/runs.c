@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "analysis.h"
 #include "../sim/config.h"
 #include "../sim/runlog.h"
 
@@ -230,6 +231,38 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
     r->n_quest = nq;
     r->q_step = Q[0], r->q_reward_mean = Q[1], r->q_mean_abs_adv = Q[2], r->q_sum_abs_w = Q[3];
     r->q_group_size = Q[4];
+    return 0;
+}
+
+int run_failing_states(const Run *r, FailingStates out[2], char *err, size_t errlen) {
+    char e[1024];
+    RunLogReader *rd = runlog_reader_open(r->path, e, sizeof e);
+    if (!rd) return set_err(err, errlen, "%s", e);
+    static const char *const rc[] = {"step", "length", "correct", "disagreement", "gave_up", "looped"};
+    double *R[6];
+    int64_t nr = 0;
+    int rc_ok = read_table(rd, r->path, "responses", rc, 6, R, &nr, err, errlen);
+    runlog_reader_close(rd);
+    if (rc_ok != 0) return -1;
+    int n = (int)r->n_steps, k = tenth_of(n);
+    double lo[2] = {r->step[0], r->step[n - k]}, hi[2] = {r->step[k - 1], r->step[n - 1]};
+    for (int part = 0; part < 2; part++) {
+        double all = 0, dis = 0, cor = 0, gave = 0, loop = 0, fails = 0, flen = 0;
+        for (int64_t i = 0; i < nr; i++) {
+            if (R[0][i] < lo[part] || R[0][i] > hi[part]) continue;
+            all++;
+            if (!(R[3][i] > 0)) continue;
+            dis++;
+            cor += R[2][i] > 0, gave += R[4][i] > 0, loop += R[5][i] > 0;
+            if (!(R[2][i] > 0)) fails++, flen += R[1][i];
+        }
+        out[part].share = all > 0 ? dis / all : NAN;
+        out[part].correct = dis > 0 ? cor / dis : NAN;
+        out[part].gave_up = dis > 0 ? gave / dis : NAN;
+        out[part].looped = dis > 0 ? loop / dis : NAN;
+        out[part].fail_len = fails > 0 ? flen / fails : NAN;
+    }
+    for (int c = 0; c < 6; c++) free(R[c]);
     return 0;
 }
 

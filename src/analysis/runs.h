@@ -53,6 +53,17 @@ Run *run_load(const char *path, char *err, size_t errlen);
 int run_load_responses(Run *r, char *err, size_t errlen);
 void run_free(Run *r);
 
+// What followed a visible self-check disagreement, from /responses, over the first
+// (out[0]) and the last (out[1]) tenth of the steps (tenth_of): the share of responses with
+// a disagreement, and among those the shares that ended correct, gave up and looped, and
+// the mean length of those that failed (NaN where there is none). Going on after a
+// disagreement pays in reward when `correct` rises (docs/results.md). -1 and a message on
+// error (a log without the columns, e.g.).
+typedef struct {
+    double share, correct, gave_up, looped, fail_len;
+} FailingStates;
+int run_failing_states(const Run *r, FailingStates out[2], char *err, size_t errlen);
+
 // 1 if the run has logged all its planned steps.
 int run_complete(const Run *r);
 

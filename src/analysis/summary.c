@@ -102,6 +102,89 @@ static const char *basename_of(const char *p) {
     return b ? b + 1 : p;
 }
 
+// ---- what followed a visible disagreement (/responses): whether going on paid in reward
+enum { F_SHARE, F_CORRECT, F_GAVE, F_LOOP, F_LEN, N_FAIL };
+static const struct {
+    const char *head, *fmt;
+} FMET[N_FAIL] = {{"disagr", "%.3f"}, {"correct", "%.3f"}, {"gave up", "%.3f"},
+                  {"looped", "%.3f"}, {"fail len", "%.1f"}};
+
+static double fail_metric(const FailingStates *s, int m) {
+    switch (m) {
+    case F_SHARE: return s->share;
+    case F_CORRECT: return s->correct;
+    case F_GAVE: return s->gave_up;
+    case F_LOOP: return s->looped;
+    default: return s->fail_len;
+    }
+}
+
+static void fail_cell(FILE *f, int md, int m, double first, double last, double h0, double h1) {
+    char a[48], b[48], buf[128];
+    snprintf(a, sizeof a, FMET[m].fmt, first);
+    snprintf(b, sizeof b, FMET[m].fmt, last);
+    if (isfinite(h0) && isfinite(h1)) {
+        int d = m == F_LEN ? 1 : 3;
+        snprintf(buf, sizeof buf, "%s ±%.*f -> %s ±%.*f", a, d, h0, b, d, h1);
+    } else {
+        snprintf(buf, sizeof buf, "%s -> %s", a, b);
+    }
+    cell(f, md, buf, m == F_LEN ? 30 : 28);
+}
+
+static void failing_states_print(FILE *f, Run *const *runs, int n, const int *group,
+                                 const char *const *names, int ng, int md) {
+    FailingStates *fs = xcalloc((size_t)n * 2, sizeof *fs);
+    int *ok = xcalloc((size_t)n, sizeof *ok);
+    fprintf(f, "\n%sAfter a visible self-check disagreement (/responses; first -> last tenth of the "
+            "steps): share of responses with one; among them the shares that ended correct, gave up "
+            "and looped; mean length of those that failed. Going on pays in reward where `correct` "
+            "rises.\n\n", md ? "### " : "");
+    if (md) fprintf(f, "| run | objective |");
+    else fprintf(f, "%-26s %-9s", "run", "objective");
+    for (int m = 0; m < N_FAIL; m++) cell(f, md, FMET[m].head, m == F_LEN ? 30 : 28);
+    fprintf(f, "\n");
+    if (md) {
+        fprintf(f, "|---|---|");
+        for (int m = 0; m < N_FAIL; m++) fprintf(f, "---|");
+        fprintf(f, "\n");
+    }
+    for (int i = 0; i < n; i++) {
+        char err[1024];
+        ok[i] = run_failing_states(runs[i], &fs[2 * i], err, sizeof err) == 0;
+        if (md) fprintf(f, "| %s | %s |", basename_of(runs[i]->path), objective_title(runs[i]->objective));
+        else fprintf(f, "%-26.26s %-9s", basename_of(runs[i]->path), objective_title(runs[i]->objective));
+        if (!ok[i]) {
+            fprintf(f, " not available: %s%s\n", err, md ? " |" : "");
+            continue;
+        }
+        for (int m = 0; m < N_FAIL; m++)
+            fail_cell(f, md, m, fail_metric(&fs[2 * i], m), fail_metric(&fs[2 * i + 1], m), NAN, NAN);
+        fprintf(f, "\n");
+    }
+    for (int g = 0; g < ng; g++) {
+        int cnt = 0;
+        for (int i = 0; i < n; i++) cnt += group[i] == g && ok[i];
+        if (cnt < 2) continue;  // across seeds only where there are several
+        char label[64];
+        snprintf(label, sizeof label, "mean of %d runs (95%% CI)", cnt);
+        if (md) fprintf(f, "| %s | %s |", label, objective_title(names[g]));
+        else fprintf(f, "%-26s %-9s", label, objective_title(names[g]));
+        for (int m = 0; m < N_FAIL; m++) {
+            double v0[256], v1[256], m0, m1, h0, h1;
+            int k = 0;
+            for (int i = 0; i < n && k < 256; i++)
+                if (group[i] == g && ok[i]) v0[k] = fail_metric(&fs[2 * i], m), v1[k++] = fail_metric(&fs[2 * i + 1], m);
+            mean_ci95(v0, k, &m0, &h0);
+            mean_ci95(v1, k, &m1, &h1);
+            fail_cell(f, md, m, m0, m1, h0, h1);
+        }
+        fprintf(f, "\n");
+    }
+    free(fs);
+    free(ok);
+}
+
 int summary_print(FILE *f, Run *const *runs, int n, int md) {
     int group[256];
     const char *names[MAX_OBJECTIVES];
@@ -189,6 +272,8 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
         }
         fprintf(f, "\n");
     }
+
+    failing_states_print(f, runs, n, group, names, ng, md);
 
     // ---- the finding (docs/results.md), when GRPO and Dr. GRPO are both present
     int gg = -1, gd = -1;
