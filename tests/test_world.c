@@ -740,6 +740,83 @@ static void test_corpus_repeating_loops(void **state) {
     assert_non_null(strstr(err, "p_loop_repeat"));
 }
 
+// The knobs of experiments/base/pretrain.ini: a disagreement is re-checked Geometric(p_recheck)
+// times with a copy of the clause that disagrees again, and there are no redo loops. Checked
+// on the text, against the knobs and against the verifier's flags.
+static void test_corpus_rechecks(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    p.p_template_r1 = 1, p.p_template_boxed = 0;
+    p.p_false_alarm = 0.005;
+    p.p_recover = 0.7, p.p_loop = 0, p.p_give_up = 0.1;
+    p.p_recheck = 0.4;
+    char err[256];
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+    const int n = 6000;
+    static char doc[DOC_CAP];
+    int first_no = 0, rechecks = 0, counted = 0, agree = 0, uncut = 0, flagged = 0, runs3 = 0;
+    int gen_rechecks = 0, gen_first = 0;
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        int len = corpus_document(&p, 5, i, doc, DOC_CAP, &in);
+        assert_true(len > 0);
+        Task task;
+        corpus_task(&p, 5, i, &task);
+        assert_int_equal(in.n_loop, 0);
+        gen_rechecks += in.rechecks;  // the knob's rate, from the generator, over all documents
+        gen_first += in.n_disagree - in.rechecks;
+        if (in.truncated) continue;  // (a loop cut at the context is not all in the text)
+        rechecks += in.rechecks;
+        flagged += in.looped;
+        // every disagreeing clause "check C no." is followed by copies of itself, then by
+        // something else: count the copies after each first disagreement
+        const char *q = doc;
+        while ((q = strstr(q, MARK_CHECK)) != NULL) {
+            const char *no = strstr(q, MARK_NO ".");
+            const char *next_check = strstr(q + 1, MARK_CHECK);
+            if (!no || (next_check && next_check < no)) { q += 1; continue; }
+            size_t clen = (size_t)(no + strlen(MARK_NO ".") - q);  // "check ... no."
+            first_no++;
+            int k = 0;
+            const char *c = q + clen;
+            while (c[0] == ' ' && strncmp(c + 1, q, clen) == 0) k++, c += 1 + clen;
+            counted += k;
+            runs3 += 1 + k >= LOOP_MIN_DISAGREE;
+            q = c;
+        }
+        // no redo is ever followed by a check of the redone step in this corpus
+        const char *rd = strstr(doc, MARK_REDO);
+        const char *dot = rd ? strchr(rd, '.') : NULL;
+        if (dot) {  // (a document cut at the context may end inside the redo)
+            char clause[96];
+            snprintf(clause, sizeof clause, "%s%.*s", MARK_CHECK, (int)(dot - rd - strlen(MARK_REDO)),
+                     rd + strlen(MARK_REDO));
+            assert_null(strstr(dot, clause));
+        }
+        doc[len - 5] = '\0';
+        Verdict v;
+        verify_response(in.format, &task, doc + in.prompt_chars, 1, &v);
+        uncut++;
+        agree += v.looped == in.looped && v.gave_up == in.gave_up &&
+                 v.recovered == in.recovered && v.n_disagreements == in.n_disagree &&
+                 v.n_checks == in.n_checks;
+    }
+    double mean = gen_rechecks / (double)gen_first, want = 0.4 / 0.6;
+    printf("  %d disagreements: %.3f re-checks each (knob: %.3f); in the %d uncut documents %d "
+           "disagreements, %d re-checks counted in the text (%d drawn), %d runs of >= %d "
+           "disagreements, %d documents flagged looped; the verifier agrees on %d\n", gen_first,
+           mean, want, uncut, first_no, counted, rechecks, runs3, LOOP_MIN_DISAGREE, flagged, agree);
+    assert_true(first_no > 500 && gen_first >= first_no);
+    assert_int_equal(counted, rechecks);  // every re-check is a copy right after its clause
+    assert_true(fabs(mean - want) < 0.1);
+    assert_true(flagged > 0 && flagged <= runs3);  // a document may hold two runs
+    assert_true(uncut > 0.98 * n);
+    assert_int_equal(agree, uncut);
+    p.p_recheck = 0.96;  // a geometric run needs q < 1
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "p_recheck"));
+}
+
 // Behaviour frequencies over 5000 documents against the knobs, per level.
 static void test_corpus_frequencies(void **state) {
     CorpusParams p = corpus_params_default();
@@ -981,6 +1058,7 @@ int main(void) {
         cmocka_unit_test(test_corpus_documents),
         cmocka_unit_test(test_corpus_frequencies),
         cmocka_unit_test(test_corpus_repeating_loops),
+        cmocka_unit_test(test_corpus_rechecks),
         cmocka_unit_test(test_corpus_checking_pays),
         cmocka_unit_test(test_env_verdict),
     };

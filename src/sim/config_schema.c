@@ -88,6 +88,7 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"corpus", "loop_min_cycles", CFG_INT, "2", 1, 16, NULL, "a loop writes at least this many further wrong attempts (2: every loop meets the verifier's looped flag)"},
     {"corpus", "p_loop_repeat", CFG_FLOAT, "0", 0, 1, NULL, "a loop repeats the checked wrong value in every attempt (a literal repetition)"},
     {"corpus", "p_loop_give_up", CFG_FLOAT, "0", 0, 1, NULL, "a loop ends with a guess (give up) instead of going on with the wrong value"},
+    {"corpus", "p_recheck", CFG_FLOAT, "0", 0, 0.95, NULL, "after a disagreement, check the same step again (it disagrees again), once more each time with this probability"},
     {"corpus", "weight_level1", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 1 in the corpus"},
     {"corpus", "weight_level2", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 2 in the corpus"},
     {"corpus", "weight_level3", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 3 in the corpus"},

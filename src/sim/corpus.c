@@ -40,6 +40,7 @@ CorpusParams corpus_params_default(void) {
         .loop_min_cycles = LOOP_MIN_DISAGREE - 1,
         .p_loop_repeat = 0.0,
         .p_loop_give_up = 0.0,
+        .p_recheck = 0.0,
         .level_weights = {1, 1, 1, 1, 1},
         .max_doc_tokens = 256,
     };
@@ -66,6 +67,7 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
         {"p_loop_restart", p->p_loop_restart, 1},   {"error_hard_factor", p->error_hard_factor, 10},
         {"error_easy_factor", p->error_easy_factor, 10},
         {"p_loop_repeat", p->p_loop_repeat, 1},     {"p_loop_give_up", p->p_loop_give_up, 1},
+        {"p_recheck", p->p_recheck, 0.95},
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++)
         if (check_prob(probs[i].name, probs[i].v, probs[i].hi, err, errlen)) return -1;
@@ -241,6 +243,20 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
             put_step(&w, MARK_CHECK, a, op, bb, v, says_no ? MARK_NO "." : MARK_OK ".");
             if (says_no) {
                 info->n_disagree++;
+                // re-checks of the same step that disagree again (a copy of the clause: no
+                // new value, so they cannot recover); drawn only when the knob is set, so
+                // the default corpus is unchanged
+                int run = 1;
+                if (p->p_recheck > 0) {
+                    int k = geometric(r, p->p_recheck, MAX_LOOP_CYCLES);
+                    for (int c = 0; c < k && b->len < (size_t)p->max_doc_tokens + 256; c++) {
+                        put_step(&w, MARK_CHECK, a, op, bb, v, MARK_NO ".");
+                        info->n_checks++;
+                        info->n_disagree++;
+                    }
+                    info->rechecks += k;
+                    run += k;
+                }
                 int branch = world_rng_pick(r, branch_w, 3);
                 if (branch == 0) {  // recover
                     info->n_recover++;
@@ -258,8 +274,7 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     int64_t v_rep = v;
                     if (repeat && v == truth) v_rep = wrong_value(r, truth);
                     info->loop_repeats += repeat;
-                    // the verifier flags a loop from LOOP_MIN_DISAGREE disagreements in a row
-                    if (cycles >= LOOP_MIN_DISAGREE - 1) info->n_loop_flagged++;
+                    run += cycles;
                     // cycles past the context are not written, the document is cut there
                     // (tags are the only multi-character tokens, and before the ending a
                     // draft holds at most one: tokens > characters - 8)
@@ -292,6 +307,9 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     sep(&w);
                     put(b, "%s%lld.", MARK_GUESS, (long long)final);
                 }
+                // the verifier flags a loop from LOOP_MIN_DISAGREE disagreements of one step
+                // in a row (re-checks and loop attempts)
+                if (run >= LOOP_MIN_DISAGREE) info->n_loop_flagged++;
             }
         }
         wr[k] = (Written){a, bb, v, op};
@@ -355,7 +373,9 @@ int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *o
         n_tok = tok_encode(tk, draft, ids, DRAFT_CAP, err, sizeof err);
         if (n_tok < 0) die("corpus: document %lld: %s", (long long)index, err);
         // over-long drafts that do not loop are redrawn (same task and format)
-        if (n_tok <= p->max_doc_tokens || info.n_loop > 0 || attempt + 1 >= MAX_DRAFTS) break;
+        if (n_tok <= p->max_doc_tokens || info.n_loop > 0 || info.n_loop_flagged > 0 ||
+            attempt + 1 >= MAX_DRAFTS)
+            break;
     }
     info.prompt_chars = prompt_len;
     int len;

@@ -18,6 +18,8 @@
 //            model's loops are). Loops often run past the budget, where the document is cut
 //            at max_doc_tokens without <eos>;
 //   give up  "guess 12." with a wrong number, and ends.
+// With p_recheck, the disagreement is first followed by Geometric(p_recheck) re-checks of the
+// same step that disagree again ("check 4*2=9 no. check 4*2=9 no."): a copy, no new value.
 // Every probability is a knob of CorpusParams. Draws are Philox at (seed, purpose, index):
 // the task of document i depends only on (seed, i, its level), the behaviour draws on a
 // separate stream.
@@ -48,6 +50,8 @@ typedef struct {
     double p_loop_repeat;      // a loop repeats the checked wrong value in every attempt
                                // (a literal repetition) instead of a new wrong value each
     double p_loop_give_up;     // a loop ends with a guess (give up) instead of going on
+    double p_recheck;          // after a disagreement, check the same step again (it disagrees
+                               // again), once more each time with this probability
     double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
     int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
 } CorpusParams;
@@ -71,11 +75,13 @@ typedef struct {
     int n_missed, n_false_alarms;  // checks of wrong steps that said ok / right steps that said no
     int n_recover, n_loop, n_give_up;  // how the disagreements went on (generator's choice)
     int loop_cycles;   // further wrong attempts drawn for loops (written until the cut)
-    int n_loop_flagged; // loops of at least LOOP_MIN_DISAGREE - 1 cycles (the verifier's flag)
+    int n_loop_flagged; // runs of LOOP_MIN_DISAGREE or more disagreements of one step (re-checks
+                        // and loop attempts): the verifier's looped flag
     int loop_repeats;  // loops that repeated the checked wrong value (p_loop_repeat)
     int loop_give_ups; // loops that ended with a guess (p_loop_give_up)
+    int rechecks;      // re-checks after disagreements (p_recheck)
     int recovered;     // n_recover > 0, correct, no loop, no give-up
-    int looped;        // n_loop_flagged > 0 (with the default loop_min_cycles: n_loop > 0)
+    int looped;        // n_loop_flagged > 0 (with the default knobs: n_loop > 0)
     int gave_up;       // n_give_up > 0
     int truncated;     // cut at max_doc_tokens (no <eos>)
     int correct;       // not truncated and the final answer equals the truth

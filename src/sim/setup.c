@@ -79,7 +79,7 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
         KNOB("weight_level1", level_weights[0]),    KNOB("weight_level2", level_weights[1]),
         KNOB("weight_level3", level_weights[2]),    KNOB("weight_level4", level_weights[3]),
         KNOB("weight_level5", level_weights[4]),    KNOB("p_loop_repeat", p_loop_repeat),
-        KNOB("p_loop_give_up", p_loop_give_up),
+        KNOB("p_loop_give_up", p_loop_give_up),     KNOB("p_recheck", p_recheck),
 #undef KNOB
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
