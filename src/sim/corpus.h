@@ -46,13 +46,13 @@ typedef struct {
     double p_recover, p_loop, p_give_up;  // what follows a disagreement (weights, normalised)
     double loop_continue_p;    // after the minimum, one more loop cycle with this probability
     double p_loop_restart;     // a loop cycle restarts from the first step (else redoes)
-    int loop_min_cycles;       // a loop writes at least this many further wrong attempts
     double p_loop_repeat;      // a loop repeats the checked wrong value in every attempt
                                // (a literal repetition) instead of a new wrong value each
     double p_loop_give_up;     // a loop ends with a guess (give up) instead of going on
     double p_recheck;          // after a disagreement, check the same step again (it disagrees
                                // again), once more each time with this probability
     double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
+    int loop_min_cycles;       // a loop writes at least this many further wrong attempts
     int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
 } CorpusParams;
 
