@@ -67,13 +67,13 @@ if [ "$JOBS" -gt 1 ]; then
   THREADS=(--set "run.threads=$t")
 fi
 runs=()
-pids=()
+running=0
 failed=0
 reap() {  # wait for one background run; remember a failure
   local rc=0
   wait -n || rc=$?
   if [ "$rc" -ne 0 ]; then failed=1; say "a run failed (exit $rc): see its .log"; fi
-  pids=("${pids[@]:1}")
+  running=$((running - 1))
 }
 for ((k = 0; k < SEEDS; k++)); do
   seed=$((1234 + k))
@@ -95,17 +95,17 @@ for ((k = 0; k < SEEDS; k++)); do
     cmd=("$BIN" train --config "experiments/fig5/$obj.ini" --set "train.init=$BASE" --set "run.seed=$seed"
          "${TRAIN_SET[@]}" "${THREADS[@]}" --out "$out" "${mode[@]}" --backend "$BACKEND")
     if [ "$JOBS" -gt 1 ]; then
-      while [ "${#pids[@]}" -ge "$JOBS" ]; do reap; done
+      while [ "$running" -ge "$JOBS" ]; do reap; done
       say "training $obj, seed $seed -> $out (output in $out.log)"
       "${cmd[@]}" > "$out.log" 2>&1 &
-      pids+=($!)
+      running=$((running + 1))
     else
       say "training $obj, seed $seed -> $out"
       "${cmd[@]}"
     fi
   done
 done
-while [ "${#pids[@]}" -gt 0 ]; do reap; done
+while [ "$running" -gt 0 ]; do reap; done
 [ "$failed" = 0 ] || { say "stopping: a run failed"; exit 1; }
 
 say "figures -> $PLOTS/"

@@ -574,6 +574,14 @@ static void test_corpus_determinism_and_params(void **state) {
 
 // Documents fit the context, end with <eos>, start with the template's prompt, round-trip
 // through the tokenizer, and the verifier reads the same behaviour the generator wrote.
+// The verifier's reading of an uncut document equals the generator's own record.
+static int flags_agree(const Verdict *v, const DocInfo *in) {
+    return v->looped == in->looped && v->gave_up == in->gave_up && v->recovered == in->recovered &&
+           v->n_checks == in->n_checks && v->n_disagreements == in->n_disagree &&
+           v->correct == in->correct && v->self_checked == in->self_checked &&
+           v->disagreement == in->disagreement;
+}
+
 static void test_corpus_documents(void **state) {
     const Tokenizer *tk = tokenizer_default();
     CorpusParams p = corpus_params_default();
@@ -627,10 +635,7 @@ static void test_corpus_documents(void **state) {
         verify_response(in.format, &task, doc + in.prompt_chars, !in.truncated, &v);
         if (!in.truncated) {
             n_uncut++;
-            int same = v.looped == in.looped && v.gave_up == in.gave_up &&
-                       v.recovered == in.recovered && v.n_checks == in.n_checks &&
-                       v.n_disagreements == in.n_disagree && v.correct == in.correct &&
-                       v.self_checked == in.self_checked && v.disagreement == in.disagreement;
+            int same = flags_agree(&v, &in);
             agree += same;
             if (!same && n_uncut - agree < 4) printf("  disagrees: %s\n", doc);
             // the document's own format is followed unless it is an off-format r1 document
@@ -717,8 +722,7 @@ static void test_corpus_repeating_loops(void **state) {
             Verdict v;
             verify_response(in.format, &task, doc + in.prompt_chars, 1, &v);
             uncut++;
-            agree += v.looped == in.looped && v.gave_up == in.gave_up &&
-                     v.recovered == in.recovered && v.n_disagreements == in.n_disagree;
+            agree += flags_agree(&v, &in);
         }
     }
     double mean = cycles / (double)loops, want = p.loop_min_cycles + 0.3 / 0.7;
@@ -797,9 +801,7 @@ static void test_corpus_rechecks(void **state) {
         Verdict v;
         verify_response(in.format, &task, doc + in.prompt_chars, 1, &v);
         uncut++;
-        agree += v.looped == in.looped && v.gave_up == in.gave_up &&
-                 v.recovered == in.recovered && v.n_disagreements == in.n_disagree &&
-                 v.n_checks == in.n_checks;
+        agree += flags_agree(&v, &in);
     }
     double mean = gen_rechecks / (double)gen_first, want = 0.4 / 0.6;
     printf("  %d disagreements: %.3f re-checks each (knob: %.3f); in the %d uncut documents %d "

@@ -97,6 +97,15 @@ static void cell(FILE *f, int md, const char *text, int width) {
     else fprintf(f, " %*s", width, text);
 }
 
+// Ends a table's header row; in markdown also writes the rule under its n columns.
+static void end_header(FILE *f, int md, int n) {
+    fprintf(f, "\n");
+    if (!md) return;
+    fprintf(f, "|");
+    for (int c = 0; c < n; c++) fprintf(f, "---|");
+    fprintf(f, "\n");
+}
+
 static const char *basename_of(const char *p) {
     const char *b = strrchr(p, '/');
     return b ? b + 1 : p;
@@ -143,12 +152,7 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
     if (md) fprintf(f, "| run | objective |");
     else fprintf(f, "%-26s %-9s", "run", "objective");
     for (int m = 0; m < N_FAIL; m++) cell(f, md, FMET[m].head, m == F_LEN ? 30 : 28);
-    fprintf(f, "\n");
-    if (md) {
-        fprintf(f, "|---|---|");
-        for (int m = 0; m < N_FAIL; m++) fprintf(f, "---|");
-        fprintf(f, "\n");
-    }
+    end_header(f, md, 2 + N_FAIL);
     for (int i = 0; i < n; i++) {
         char err[1024];
         ok[i] = run_failing_states(runs[i], &fs[2 * i], err, sizeof err) == 0;
@@ -201,12 +205,7 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
     if (md) fprintf(f, "| run | objective | seed | steps |");
     else fprintf(f, "%-26s %-9s %6s %5s", "run", "objective", "seed", "steps");
     for (int m = 0; m < N_METRICS; m++) cell(f, md, MET[m].head, m == M_SLOPE || m == M_SLOPE_I ? 16 : 11);
-    fprintf(f, "\n");
-    if (md) {
-        fprintf(f, "|---|---|---|---|");
-        for (int m = 0; m < N_METRICS; m++) fprintf(f, "---|");
-        fprintf(f, "\n");
-    }
+    end_header(f, md, 4 + N_METRICS);
     for (int i = 0; i < n; i++) {
         char steps[32];
         snprintf(steps, sizeof steps, "%lld%s", (long long)runs[i]->n_steps, run_complete(runs[i]) || runs[i]->steps_planned <= 0 ? "" : "*");
@@ -239,12 +238,7 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
     if (md) fprintf(f, "| objective | runs |");
     else fprintf(f, "%-10s %4s", "objective", "runs");
     for (int m = 0; m < N_METRICS; m++) cell(f, md, MET[m].head, 16);
-    fprintf(f, "\n");
-    if (md) {
-        fprintf(f, "|---|---|");
-        for (int m = 0; m < N_METRICS; m++) fprintf(f, "---|");
-        fprintf(f, "\n");
-    }
+    end_header(f, md, 2 + N_METRICS);
     double gmean[MAX_OBJECTIVES][N_METRICS], gslope[MAX_OBJECTIVES][2][2];
     int gcount[MAX_OBJECTIVES] = {0};
     for (int g = 0; g < ng; g++) {

@@ -194,6 +194,21 @@ typedef struct {
     char op;
 } Written;
 
+// A give-up: "guess N." with a wrong number, which becomes the document's final answer.
+static int64_t write_guess(Writer *w, WorldRng *r, const Task *task) {
+    int64_t g = wrong_value(r, task->answer);
+    sep(w);
+    put(w->buf, "%s%lld.", MARK_GUESS, (long long)g);
+    return g;
+}
+
+// Loop attempts and re-checks past the context are not written, the document is cut there
+// (tags are the only multi-character tokens, and before the ending a draft holds at most
+// one: tokens > characters - 8).
+static int past_context(const Buf *b, const CorpusParams *p) {
+    return b->len >= (size_t)p->max_doc_tokens + 256;
+}
+
 // Writes the response of one draft into b; fills the behaviour counters of info.
 static void write_response(const CorpusParams *p, WorldRng *r, const Task *task, Template fmt,
                            int off_style, Buf *b, DocInfo *info) {
@@ -249,7 +264,7 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                 int run = 1;
                 if (p->p_recheck > 0) {
                     int k = geometric(r, p->p_recheck, MAX_LOOP_CYCLES);
-                    for (int c = 0; c < k && b->len < (size_t)p->max_doc_tokens + 256; c++) {
+                    for (int c = 0; c < k && !past_context(b, p); c++) {
                         put_step(&w, MARK_CHECK, a, op, bb, v, MARK_NO ".");
                         info->n_checks++;
                         info->n_disagree++;
@@ -275,10 +290,7 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     if (repeat && v == truth) v_rep = wrong_value(r, truth);
                     info->loop_repeats += repeat;
                     run += cycles;
-                    // cycles past the context are not written, the document is cut there
-                    // (tags are the only multi-character tokens, and before the ending a
-                    // draft holds at most one: tokens > characters - 8)
-                    for (int c = 0; c < cycles && b->len < (size_t)p->max_doc_tokens + 256; c++) {
+                    for (int c = 0; c < cycles && !past_context(b, p); c++) {
                         v = repeat ? v_rep : wrong_value(r, truth);
                         if (world_rng_u01(r) < p->p_loop_restart) {
                             sep(&w);
@@ -295,17 +307,13 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     }
                     if (p->p_loop_give_up > 0 && world_rng_u01(r) < p->p_loop_give_up) {
                         info->loop_give_ups++;
-                        final = wrong_value(r, task->answer);
+                        final = write_guess(&w, r, task);
                         final_set = 1;
-                        sep(&w);
-                        put(b, "%s%lld.", MARK_GUESS, (long long)final);
                     }
                 } else {  // give up
                     info->n_give_up++;
-                    final = wrong_value(r, task->answer);
+                    final = write_guess(&w, r, task);
                     final_set = 1;
-                    sep(&w);
-                    put(b, "%s%lld.", MARK_GUESS, (long long)final);
                 }
                 // the verifier flags a loop from LOOP_MIN_DISAGREE disagreements of one step
                 // in a row (re-checks and loop attempts)
