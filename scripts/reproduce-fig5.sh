@@ -11,7 +11,9 @@
 # (default 1): train N runs at a time, each on nproc/N threads (run.threads) with its output
 # in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both cores busy during the evaluations too.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
-# its checkpoint (--resume). Delete data/runs/fig5_* to train afresh after changing a config.
+# its checkpoint (--resume). A run that exists is first compared with the config it would be
+# trained with now (`grpolab config --against`); if they differ, nothing is trained and the
+# keys are listed: delete (or move) data/runs/fig5_* to train afresh after changing a config.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,6 +68,27 @@ if [ "$JOBS" -gt 1 ]; then
   t=$(( $(nproc) / JOBS )); [ "$t" -ge 1 ] || t=1
   THREADS=(--set "run.threads=$t")
 fi
+# Before anything is trained: every run that exists must have been made with the config it
+# would be trained with now, or its figures would not be those of the config files.
+stale=0
+for ((k = 0; k < SEEDS; k++)); do
+  for obj in grpo dr_grpo; do
+    out=$RUNS/fig5_${obj}_s$((1234 + k)).h5
+    [ -f "$out" ] || continue
+    rc=0
+    msg=$("$BIN" config --print "experiments/fig5/$obj.ini" --set "train.init=$BASE" \
+            --set "run.seed=$((1234 + k))" "${TRAIN_SET[@]}" --against "$out" 2>&1) || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      stale=1
+      say "$msg"
+    fi
+  done
+done
+if [ "$stale" = 1 ]; then
+  say "stopping before training: delete or move the runs above to train them again with the current config (nothing was changed)"
+  exit 1
+fi
+
 runs=()
 running=0
 failed=0
@@ -81,6 +104,7 @@ for ((k = 0; k < SEEDS; k++)); do
     out=$RUNS/fig5_${obj}_s${seed}.h5
     runs+=("$out")
     mode=(--overwrite)
+    sets=(--set "train.init=$BASE" --set "run.seed=$seed" "${TRAIN_SET[@]}")
     if [ -f "$out" ]; then
       if "$BIN" summary --check "$out" >/dev/null 2>&1; then
         say "$out is complete: kept"
@@ -92,8 +116,8 @@ for ((k = 0; k < SEEDS; k++)); do
         say "$out has no checkpoint (it stopped before its first one): training it again"
       fi
     fi
-    cmd=("$BIN" train --config "experiments/fig5/$obj.ini" --set "train.init=$BASE" --set "run.seed=$seed"
-         "${TRAIN_SET[@]}" "${THREADS[@]}" --out "$out" "${mode[@]}" --backend "$BACKEND")
+    cmd=("$BIN" train --config "experiments/fig5/$obj.ini" "${sets[@]}" "${THREADS[@]}" --out "$out"
+         "${mode[@]}" --backend "$BACKEND")
     if [ "$JOBS" -gt 1 ]; then
       while [ "$running" -ge "$JOBS" ]; do reap; done
       say "training $obj, seed $seed -> $out (output in $out.log)"

@@ -244,6 +244,28 @@ static void test_round_trip(void **state) {
 
 // ---------------------------------------------------------------- value syntax
 
+// config_diff lists the keys whose resolved values differ, both values, skipping the ignored.
+static void test_diff(void **state) {
+    Config *a = load_ok("[optim]\nlr = 1e-4\n[run]\nthreads = 2\n");
+    Config *b = load_ok("[optim]\nlr = 0.0001\n");  // the same value, written otherwise
+    char out[256];
+    assert_int_equal(config_diff(a, b, NULL, 0, out, sizeof out), 1);
+    assert_string_equal(out, "run.threads = 2 vs 0");
+    const char *ignore[] = {"run.threads"};
+    assert_int_equal(config_diff(a, b, ignore, 1, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(config_set(b, "optim.lr=3e-4", err, sizeof err), 0);
+    assert_int_equal(config_set(b, "run.out=\"x y\"", err, sizeof err), 0);
+    assert_int_equal(config_diff(a, b, ignore, 1, out, sizeof out), 2);
+    assert_string_equal(out, "run.out = \"\" vs \"x y\"; optim.lr = 0.0001 vs 0.0003");
+    assert_int_equal(config_diff(a, b, ignore, 1, NULL, 0), 2);  // count only
+    assert_int_equal(config_diff(a, b, ignore, 1, out, 12), 2);  // a short buffer is cut
+    assert_int_equal(strlen(out), 11);
+    assert_int_equal(config_diff(a, a, NULL, 0, out, sizeof out), 0);
+    config_free(a);
+    config_free(b);
+}
+
 static void test_bool_spellings(void **state) {
     const char *yes[] = {"true", "TRUE", "True", "1", "yes", "Yes", "on", "ON"};
     const char *no[] = {"false", "FALSE", "0", "no", "NO", "off", "Off"};
@@ -475,6 +497,7 @@ int main(void) {
         cmocka_unit_test(test_cannot_open),
         cmocka_unit_test(test_set_overrides_file),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_diff),
         cmocka_unit_test(test_bool_spellings),
         cmocka_unit_test(test_int_syntax),
         cmocka_unit_test(test_float_syntax),

@@ -244,6 +244,54 @@ static void test_resume_equals_uninterrupted(void **state) {
     config_free(c2);
 }
 
+// A run is resumed only with the config it was started with: other settings would mix two
+// configs in one log under the first one's name. Threads, backend and a larger step count
+// may change; the refusal leaves the log as it was.
+static void test_resume_refuses_other_config(void **state) {
+    const char *extra[] = {"train.steps=2"};
+    Config *c = base_config(extra, 1);
+    char path[160], msg[1024];
+    snprintf(path, sizeof path, "%s/cfg.h5", dir);
+    run_ok(c, path, 0);
+    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), 0);
+    const char *other[] = {"train.steps=3", "optim.lr=1e-3"};
+    Config *d = base_config(other, 2);
+    assert_int_equal(train_compare_run_config(path, d, 1, msg, sizeof msg), 1);
+    printf("  %s\n", msg);
+    assert_non_null(strstr(msg, "cfg.h5"));
+    assert_non_null(strstr(msg, "optim.lr = 0.003 vs 0.001"));
+    assert_null(strstr(msg, "train.steps"));  // more steps are allowed on resume
+    assert_int_equal(train_run(d, NULL, path, 1, NULL), 2);
+    int64_t n;
+    free(col(path, "train/step", &n));
+    assert_int_equal(n, 2);
+    // fewer steps than the run was started with: refused too
+    const char *fewer[] = {"train.steps=1"};
+    Config *e = base_config(fewer, 1);
+    assert_int_equal(train_compare_run_config(path, e, 1, msg, sizeof msg), 1);
+    assert_non_null(strstr(msg, "train.steps = 2 vs 1"));
+    // without allow_more_steps (`grpolab config --against`) any other step count differs
+    const char *more[] = {"train.steps=3", "run.threads=1", "run.backend=auto"};
+    Config *f = base_config(more, 3);
+    assert_int_equal(train_compare_run_config(path, f, 0, msg, sizeof msg), 1);
+    assert_non_null(strstr(msg, "train.steps = 2 vs 3"));
+    // threads and backend are not compared; with the same settings the resumed run goes on
+    assert_int_equal(train_compare_run_config(path, f, 1, msg, sizeof msg), 0);
+    run_ok(f, path, 1);
+    free(col(path, "train/step", &n));
+    assert_int_equal(n, 3);
+    // the stored config is now the one the run went on with
+    assert_int_equal(train_compare_run_config(path, f, 0, msg, sizeof msg), 0);
+    // a file that is no run log
+    assert_int_equal(train_compare_run_config(model_path, c, 0, msg, sizeof msg), -1);
+    printf("  %s\n", msg);
+    assert_non_null(strstr(msg, "not a grpolab run log"));
+    config_free(c);
+    config_free(d);
+    config_free(e);
+    config_free(f);
+}
+
 // At rho = 1 (one minibatch, M = P*G: every update is the first of its rollout, pi_old
 // recomputed with the same parameters) the logged weights are the presets' closed forms.
 static void test_closed_form_weights(void **state) {
@@ -527,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_env_tokens_masked),
         cmocka_unit_test(test_same_seed_same_log),
         cmocka_unit_test(test_resume_equals_uninterrupted),
+        cmocka_unit_test(test_resume_refuses_other_config),
         cmocka_unit_test(test_bad_configs),
     };
     return cmocka_run_group_tests_name("train", tests, setup, teardown);

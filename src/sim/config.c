@@ -721,6 +721,35 @@ char *config_to_ini(const Config *c) {
     return b.p;
 }
 
+int config_diff(const Config *a, const Config *b, const char *const *ignore, int n_ignore,
+                char *out, size_t outlen) {
+    if (a->schema != b->schema || a->n != b->n) die("config_diff: configs of different schemas");
+    Msg m = {out, outlen, 0};
+    if (out && outlen) out[0] = '\0';
+    int n_diff = 0;
+    for (int i = 0; i < a->n; i++) {
+        const CfgKey *k = &a->schema[i];
+        char name[128];
+        snprintf(name, sizeof name, "%s.%s", k->section, k->key);
+        int skip = 0;
+        for (int j = 0; j < n_ignore && !skip; j++) skip = strcmp(ignore[j], name) == 0;
+        if (skip) continue;
+        Buf va = {0}, vb = {0};
+        format_value(&va, k, &a->val[i]);
+        format_value(&vb, k, &b->val[i]);
+        if (strcmp(va.p, vb.p) != 0) {
+            msg_add(&m, "%s%s = ", n_diff ? "; " : "", name);
+            msg_add_clipped(&m, va.p, strlen(va.p));
+            msg_add(&m, " vs ");
+            msg_add_clipped(&m, vb.p, strlen(vb.p));
+            n_diff++;
+        }
+        free(va.p);
+        free(vb.p);
+    }
+    return n_diff;
+}
+
 void config_print_keys(FILE *f) {
     int wname = 0, wdef = 0, wallowed = 0;
     for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {

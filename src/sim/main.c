@@ -49,10 +49,14 @@ static const CliOption config_opts[] = {
     {"print", "FILE", "print the resolved config of FILE (defaults + FILE + --set) as INI"},
     {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
     {"keys", NULL, "list every config key: type, default, allowed values, meaning"},
+    {"against", "RUN.h5", "instead of printing, compare with the config stored in a train run log: "
+                          "exit 0 if the same, 1 (listing the keys) if not; run.threads, "
+                          "run.backend and run.out are not compared"},
 };
 static const CliSpec config_spec = {
     "config", "Print a resolved config, or the list of config keys.",
-    "(--print FILE [--set SECTION.KEY=VALUE]... | --set ... | --keys)", config_opts, 3, 0, NULL};
+    "(--print FILE [--set SECTION.KEY=VALUE]... [--against RUN.h5] | --set ... | --keys)",
+    config_opts, 4, 0, NULL};
 
 static int cmd_config(int argc, char **argv) {
     CliArgs a;
@@ -75,6 +79,22 @@ static int cmd_config(int argc, char **argv) {
         fprintf(stderr, "grpolab: error: %s%s%s\n", path ? path : "", path ? ": " : "", err);
         config_free(c);
         return 2;
+    }
+    const char *run = cli_get(&config_spec, &a, "against");
+    if (run) {
+        char msg[1024];
+        int same = train_compare_run_config(run, c, 0, msg, sizeof msg);
+        config_free(c);
+        if (same < 0) {
+            fprintf(stderr, "grpolab: error: %s\n", msg);
+            return 2;
+        }
+        if (same > 0) {
+            printf("%s\n", msg);
+            return 1;
+        }
+        printf("%s was trained with this config\n", run);
+        return 0;
     }
     char *text = config_to_ini(c);
     fputs(text, stdout);

@@ -460,6 +460,47 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
+// ---------------------------------------------------------------- the stored config
+int train_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
+                             char *msg, size_t msglen) {
+    char err[768];
+    RunLogReader *rd = runlog_reader_open(run_path, err, sizeof err);
+    if (!rd) {
+        set_err(msg, msglen, "%s", err);
+        return -1;
+    }
+    char *text = runlog_read_attr_str(rd, "config", err, sizeof err);
+    runlog_reader_close(rd);
+    if (!text) {
+        set_err(msg, msglen, "%s: no stored config (attribute 'config'): %s", run_path, err);
+        return -1;
+    }
+    Config *then = config_new();
+    char name[4200];
+    snprintf(name, sizeof name, "%s (attribute 'config')", run_path);
+    if (config_load_text(then, text, name, err, sizeof err) != 0) {
+        set_err(msg, msglen, "the stored config does not read with this grpolab: %s", err);
+        free(text);
+        config_free(then);
+        return -1;
+    }
+    free(text);
+    // keys that do not change what a run computes (threads, backend choice, output path);
+    // train.steps may grow when a run is resumed to go on for longer
+    const char *ignore[] = {"run.threads", "run.backend", "run.out", "train.steps"};
+    int n_ignore = allow_more_steps ? 4 : 3;
+    char diff[600];
+    int n = config_diff(then, now, ignore, n_ignore, diff, sizeof diff);
+    if (n == 0 && allow_more_steps && config_int(now, "train.steps") < config_int(then, "train.steps"))
+        n = 1, snprintf(diff, sizeof diff, "train.steps = %lld vs %lld (fewer)",
+                        (long long)config_int(then, "train.steps"), (long long)config_int(now, "train.steps"));
+    config_free(then);
+    if (n > 0)
+        set_err(msg, msglen, "%s was trained with another config (%d key%s differ%s, stored vs now): %s",
+                run_path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
+    return n > 0 ? 1 : 0;
+}
+
 // ---------------------------------------------------------------- the run
 int train_run(const Config *cfg, const char *backend_override, const char *out_path, int resume,
               TrainStats *stats) {
@@ -486,6 +527,14 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         return 2;
     }
     int64_t start_step = 0;
+    if (resume) {  // going on with other settings would mix two configs in one log
+        int same = train_compare_run_config(out_path, cfg, 1, err, sizeof err);
+        if (same != 0) {
+            fprintf(stderr, "grpolab: error: --resume: %s%s\n", err,
+                    same > 0 ? " (resume with the stored config, or start a new run)" : "");
+            return 2;
+        }
+    }
     if (resume && checkpoint_read_meta(ckpt_path, NULL, NULL, NULL, NULL, &start_step, NULL, err,
                                        sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: --resume: %s\n", err);
@@ -516,6 +565,14 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
     }
     if (resume) {
         rl = runlog_open_resume(out_path, "step", start_step, err, sizeof err);
+        // the stored config becomes the one the run goes on with (it can differ only in
+        // threads, backend, output path and a larger train.steps: see above)
+        char *text = rl ? config_to_ini(cfg) : NULL;
+        if (text && runlog_set_attr_str(rl, "config", text, err, sizeof err) != 0) {
+            runlog_close(rl, NULL, 0);
+            rl = NULL;
+        }
+        free(text);
     } else {
         rl = make_parent_dirs(out_path, err, sizeof err) == 0 ? runlog_create(out_path, 1, err, sizeof err) : NULL;
         if (rl && set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, err, sizeof err) != 0) {

@@ -41,6 +41,14 @@ typedef struct {
 int train_run(const Config *cfg, const char *backend_override, const char *out_path, int resume,
               TrainStats *stats);
 
+// Compares now with the config stored in the train run log at run_path (root attribute
+// "config"), ignoring run.threads, run.backend and run.out, and with allow_more_steps also
+// a larger train.steps (a resumed run may go on for longer). 0: the same; 1: they differ,
+// msg names the run and lists the keys with both values; -1: the log or its config cannot
+// be read (msg says why).
+int train_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
+                             char *msg, size_t msglen);
+
 // ---------------------------------------------------------------- the update (exposed for tests)
 // A scored rollout batch of n responses. Response i is prompt[i] (prompt_len[i] tokens)
 // followed by its response tokens resp[i] (resp_len[i] tokens); its per-token values live at
