@@ -136,6 +136,20 @@ static void test_eval_table_and_hdf5(void **state) {
     double *acc = runlog_read_column(rd, "eval/accuracy", &n, err, sizeof err);
     assert_int_equal(n, r.n_bench);
     for (int b = 0; b < r.n_bench; b++) assert_true(fabs(acc[b] - eval_accuracy(&r.bench[b])) < 1e-12);
+    // the length of a class with no responses is NaN, not 0 (as in a train log's /eval)
+    const char *len_cols[] = {"eval/length_correct", "eval/length_incorrect"};
+    for (int k = 0; k < 2; k++) {
+        double *lc = runlog_read_column(rd, len_cols[k], &n, err, sizeof err);
+        assert_non_null(lc);
+        for (int b = 0; b < r.n_bench; b++) {
+            const EvalStats *s = &r.bench[b];
+            int n_class = k == 0 ? s->n_correct : s->n - s->n_correct;
+            double sum = k == 0 ? s->len_correct_sum : s->len_incorrect_sum;
+            if (n_class == 0) assert_true(isnan(lc[b]));
+            else assert_true(fabs(lc[b] - sum / n_class) < 1e-12);
+        }
+        free(lc);
+    }
     double *len = runlog_read_column(rd, "responses/length", &n, err, sizeof err);
     assert_int_equal(n, nrec);
     for (int i = 0; i < nrec; i++) assert_true(len[i] == recs[i].length);

@@ -1,5 +1,6 @@
 #include "evaluate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,14 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+// A mean over n items: NaN when there are none (no correct responses, no disagreements).
+static double mean_of(double sum, double n) { return n > 0 ? sum / n : NAN; }
+
+// One column of the table: the value, or "-" right-aligned where it is NaN (nothing to average).
+static void put_field(FILE *f, int width, int prec, double x) {
+    if (isnan(x)) fprintf(f, " %*s", width, "-");
+    else fprintf(f, " %*.*f", width, prec, x);
+}
 
 void eval_print_table(const EvalResult *r, FILE *f) {
     fprintf(f, "%-10s %5s %6s %7s %7s %7s %6s %6s %6s %6s %6s %6s %6s  %s\n", "benchmark", "n",
@@ -124,13 +133,15 @@ void eval_print_table(const EvalResult *r, FILE *f) {
     for (int b = 0; b < r->n_bench + r->has_pool; b++) {
         const EvalStats *s = &r->bench[b];
         int n_bad = s->n - s->n_correct;
-        fprintf(f, "%-10s %5d %6.3f %7.1f %7.1f %7.1f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f  ",
-                b == r->n_bench ? "train_pool" : world_benchmark_name(b), s->n, eval_accuracy(s),
-                ratio(s->len_sum, s->n),
-                ratio(s->len_correct_sum, s->n_correct), ratio(s->len_incorrect_sum, n_bad),
-                ratio(s->n_format, s->n), ratio(s->n_truncated, s->n), ratio(s->n_self_checked, s->n),
-                ratio(s->n_disagreement, s->n), ratio(s->n_recovered, s->n_disagreement),
-                ratio(s->n_looped, s->n_disagreement), ratio(s->n_gave_up, s->n_disagreement));
+        fprintf(f, "%-10s %5d", b == r->n_bench ? "train_pool" : world_benchmark_name(b), s->n);
+        const double cols[] = {
+            eval_accuracy(s), mean_of(s->len_sum, s->n), mean_of(s->len_correct_sum, s->n_correct),
+            mean_of(s->len_incorrect_sum, n_bad), mean_of(s->n_format, s->n),
+            mean_of(s->n_truncated, s->n), mean_of(s->n_self_checked, s->n),
+            mean_of(s->n_disagreement, s->n), mean_of(s->n_recovered, s->n_disagreement),
+            mean_of(s->n_looped, s->n_disagreement), mean_of(s->n_gave_up, s->n_disagreement)};
+        for (int k = 0; k < 11; k++) put_field(f, k >= 1 && k <= 3 ? 7 : 6, k >= 1 && k <= 3 ? 1 : 3, cols[k]);
+        fprintf(f, "  ");
         for (int lv = 1; lv <= WORLD_NUM_LEVELS; lv++) {
             if (s->level_n[lv]) fprintf(f, "%.2f ", ratio(s->level_correct[lv], s->level_n[lv]));
             else fprintf(f, "  -  ");
@@ -155,8 +166,8 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
         {"n", COL_I32, "questions"},
         {"accuracy", COL_F64, "share of responses with reward 1"},
         {"length_mean", COL_F64, "mean response length, generated tokens"},
-        {"length_correct", COL_F64, "mean length of correct responses (0 if none)"},
-        {"length_incorrect", COL_F64, "mean length of incorrect responses (0 if none)"},
+        {"length_correct", COL_F64, "mean length of correct responses (NaN if none)"},
+        {"length_incorrect", COL_F64, "mean length of incorrect responses (NaN if none)"},
         {"format_rate", COL_F64, "share of responses in the template's format"},
         {"truncation_rate", COL_F64, "share of responses that ran into the budget"},
     };
@@ -197,7 +208,7 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
         const EvalStats *s = &r->bench[b];
         int n_bad = s->n - s->n_correct;
         double acc = eval_accuracy(s), lm = ratio(s->len_sum, s->n);
-        double lc = ratio(s->len_correct_sum, s->n_correct), li = ratio(s->len_incorrect_sum, n_bad);
+        double lc = mean_of(s->len_correct_sum, s->n_correct), li = mean_of(s->len_incorrect_sum, n_bad);
         double fr = ratio(s->n_format, s->n), tr = ratio(s->n_truncated, s->n);
         const void *row[8] = {&b, &s->n, &acc, &lm, &lc, &li, &fr, &tr};
         ok = runlog_append(rl, "eval", 1, row, err, errlen) == 0;
