@@ -63,6 +63,16 @@ $(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+# The commit the binary is built from (src/common.h grpolab_commit): rewritten only when it
+# changes, so only common.o is rebuilt after a commit or an edit of a tracked file.
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(BUILD)/gen/git_commit.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define GRPOLAB_COMMIT "$(GIT_COMMIT)"' > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/src/common.o: $(BUILD)/gen/git_commit.h
+$(BUILD)/src/common.o: CFLAGS += -I$(BUILD)/gen
+FORCE:
+
 $(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h) src/sim/objective.h src/sim/config.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@

@@ -11,6 +11,10 @@
 #include <stdio.h>
 
 #define GRPOLAB_VERSION "0.1.0"
+// The git commit the binary was built from (`git describe --always --dirty`, "-dirty" when
+// tracked files had uncommitted changes), or "unknown" outside a git checkout. The Makefile
+// writes it to $(BUILD)/gen/git_commit.h; run logs and checkpoints store it as grpolab_commit.
+const char *grpolab_commit(void);
 
 #ifdef __GNUC__
 #define GL_NORETURN __attribute__((noreturn))

@@ -8,6 +8,7 @@
 #include <hdf5.h>
 
 #include "test_util.h"
+#include "common.h"
 
 #include "sim/checkpoint.h"
 #include "sim/model.h"
@@ -158,6 +159,16 @@ static void test_roundtrip_tied(void **state) {
     hid_t at = H5Aopen(f, "format_version", H5P_DEFAULT);
     H5Aread(at, H5T_NATIVE_INT, &version);
     assert_int_equal(version, CHECKPOINT_FORMAT_VERSION);
+    H5Aclose(at);
+    // the commit the binary was built from, as a variable-length string
+    at = H5Aopen(f, "grpolab_commit", H5P_DEFAULT);
+    assert_true(at >= 0);
+    hid_t st = H5Aget_type(at);
+    char *commit = NULL;
+    assert_true(H5Aread(at, st, &commit) >= 0);
+    assert_string_equal(commit, grpolab_commit());
+    H5free_memory(commit);
+    H5Tclose(st);
     H5Aclose(at);
     H5Tclose(t);
     H5Sclose(sp);

@@ -264,7 +264,9 @@ static void test_roundtrip(void **state) {
 
     const char *want[][2] = {{"format", RUNLOG_FORMAT}, {"format_version", "1"},
                              {"config", config},         {"git_commit", "0123abc"},
-                             {"seed", "-42"},            {"lr", "0.33333333333333331"}};
+                             {"seed", "-42"},            {"lr", "0.33333333333333331"},
+                             {"grpolab_commit", grpolab_commit()}};
+    assert_true(strlen(grpolab_commit()) > 0);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         char *s = runlog_read_attr_str(rd, want[i][0], err, sizeof err);
         if (!s) fail_msg("%s", err);

@@ -559,12 +559,13 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
     TRY(H5Tset_size(str_t, H5T_VARIABLE), "a string type");
     TRY(H5Tset_cset(str_t, H5T_CSET_UTF8), "a string type");
 
-    const char *format = CHECKPOINT_FORMAT, *version = GRPOLAB_VERSION;
+    const char *format = CHECKPOINT_FORMAT, *version = GRPOLAB_VERSION, *commit = grpolab_commit();
     int format_version = CHECKPOINT_FORMAT_VERSION;
     TRY(write_attr(f, "format", str_t, str_t, scalar, &format), "attribute 'format'");
     TRY(write_attr(f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, scalar, &format_version),
         "attribute 'format_version'");
     TRY(write_attr(f, "grpolab_version", str_t, str_t, scalar, &version), "attribute 'grpolab_version'");
+    TRY(write_attr(f, "grpolab_commit", str_t, str_t, scalar, &commit), "attribute 'grpolab_commit'");
     TRY(write_attr(f, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, scalar, &info->step), "attribute 'step'");
     ModelConfig cc = *c;
     for (int i = 0; i < N_CFG_FIELDS; i++) {

@@ -34,7 +34,7 @@ static int cmd_version(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : 2;
     char why[256];
     int cuda = backend_cuda_available(why, sizeof why);
-    printf("grpolab %s\n", GRPOLAB_VERSION);
+    printf("grpolab %s (commit %s)\n", GRPOLAB_VERSION, grpolab_commit());
 #ifdef GRPOLAB_CUDA
     printf("backends: cpu (built), cuda (built; %s)\n", cuda ? "device available" : why);
 #else

@@ -322,6 +322,8 @@ static RunLog *create_impl(const char *path, int overwrite, char *err, size_t er
     if (write_attr(f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version) < 0) goto h5fail;
     what = "grpolab_version";
     if (write_str_attr(f, "grpolab_version", GRPOLAB_VERSION) < 0) goto h5fail;
+    what = "grpolab_commit";
+    if (write_str_attr(f, "grpolab_commit", grpolab_commit()) < 0) goto h5fail;
     return rl;
 h5fail:
     set_err(err, errlen, "cannot write root attribute '%s' of run log '%s' (HDF5: %s)", what, path,
