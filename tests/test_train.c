@@ -292,6 +292,45 @@ static void test_resume_refuses_other_config(void **state) {
     config_free(f);
 }
 
+// A base model made again under the same path is noticed: the run log keeps a fingerprint of
+// the weights it started from.
+static void test_compare_detects_other_init(void **state) {
+    char init[160], path[160], set_init[200], msg[1024], err[512], fp[17], fp2[17];
+    snprintf(init, sizeof init, "%s/init_copy.h5", dir);
+    snprintf(path, sizeof path, "%s/fp.h5", dir);
+    snprintf(set_init, sizeof set_init, "train.init=%s", init);
+    ModelConfig mc = tiny_model_config();
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    Model *m = model_create(bk, &mc);
+    assert_int_equal(checkpoint_load(model_path, m, 0, err, sizeof err), 0);
+    assert_int_equal(checkpoint_save(init, m, NULL, err, sizeof err), 0);
+    assert_int_equal(train_init_fingerprint(init, fp, err, sizeof err), 0);
+    assert_int_equal(train_init_fingerprint(model_path, fp2, err, sizeof err), 0);
+    assert_string_equal(fp, fp2);  // the same weights in another file
+    const char *extra[] = {"train.steps=1", set_init};
+    Config *c = base_config(extra, 2);
+    run_ok(c, path, 0);
+    int64_t n;
+    free(col(path, "train/step", &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), 0);
+    model_params(m)[0] += 1e-3f;  // the base model made again: other weights, same path
+    assert_int_equal(checkpoint_save(init, m, NULL, err, sizeof err), 0);
+    assert_int_equal(train_init_fingerprint(init, fp2, err, sizeof err), 0);
+    assert_string_not_equal(fp, fp2);
+    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), 1);
+    printf("  %s\n", msg);
+    assert_non_null(strstr(msg, "other weights"));
+    assert_non_null(strstr(msg, fp));
+    assert_int_equal(train_run(c, NULL, path, 1, NULL), 2);  // nor is it resumed from them
+    remove(init);  // and a train.init that is gone is an error, not "the same"
+    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "train.init"));
+    model_free(m);
+    backend_destroy(bk);
+    config_free(c);
+}
+
 // At rho = 1 (one minibatch, M = P*G: every update is the first of its rollout, pi_old
 // recomputed with the same parameters) the logged weights are the presets' closed forms.
 static void test_closed_form_weights(void **state) {
@@ -576,6 +615,7 @@ int main(void) {
         cmocka_unit_test(test_same_seed_same_log),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_resume_refuses_other_config),
+        cmocka_unit_test(test_compare_detects_other_init),
         cmocka_unit_test(test_bad_configs),
     };
     return cmocka_run_group_tests_name("train", tests, setup, teardown);

@@ -1091,6 +1091,14 @@ fail:
     return -1;
 }
 
+int runlog_reader_has_attr(const RunLogReader *rd, const char *name) {
+    if (!rd || !name || !name[0]) return 0;
+    H5Quiet q = h5_quiet();
+    int r = H5Aexists(rd->file, name) > 0;
+    h5_loud(q);
+    return r;
+}
+
 int runlog_reader_has(const RunLogReader *rd, const char *dataset) {
     if (!rd || !dataset) return 0;
     H5Quiet q = h5_quiet();

@@ -122,6 +122,8 @@ RunLogReader *runlog_reader_open(const char *path, char *err, size_t errlen);
 
 // 1 if dataset ("train/reward_mean", a leading '/' is allowed) exists and is a dataset, else 0.
 int runlog_reader_has(const RunLogReader *rd, const char *dataset);
+// 1 if the file has this root attribute, else 0.
+int runlog_reader_has_attr(const RunLogReader *rd, const char *name);
 
 // Reads the 1-D numeric dataset as doubles (int64 exact up to 2^53) into a malloc'd array of
 // *n values (n may be 0; free the result). Each call sees the rows flushed so far. NULL on

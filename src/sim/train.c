@@ -379,7 +379,7 @@ static int declare_tables(RunLog *rl, char *err, size_t errlen) {
 
 static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *oc,
                           const TrainSettings *s, const char *backend, const ModelConfig *mc,
-                          char *err, size_t errlen) {
+                          const char *init_fp, char *err, size_t errlen) {
     char *text = config_to_ini(cfg), when[64], names[512] = "";
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -393,6 +393,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "model.num_layers", mc->n_layers, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0 &&
@@ -461,6 +462,27 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen) {
 }
 
 // ---------------------------------------------------------------- the stored config
+// FNV-1a (64 bit) of a checkpoint's parameters as float32 bytes, loaded on the CPU, as 16 hex
+// digits: equal weights give equal fingerprints, whatever else the file holds.
+int train_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen) {
+    ModelConfig mc;
+    if (checkpoint_read_meta(path, &mc, NULL, NULL, NULL, NULL, NULL, err, errlen) != 0) return -1;
+    Backend *bk = backend_create(BACKEND_CPU, err, errlen);
+    if (!bk) return -1;
+    Model *m = model_create(bk, &mc);
+    int rc = checkpoint_load(path, m, 0, err, errlen);
+    if (rc == 0) {
+        const unsigned char *b = (const unsigned char *)model_params(m);
+        size_t nb = model_num_params(m) * sizeof(float);
+        uint64_t h = 1469598103934665603ULL;
+        for (size_t i = 0; i < nb; i++) h = (h ^ b[i]) * 1099511628211ULL;
+        snprintf(hex, 17, "%016llx", (unsigned long long)h);
+    }
+    model_free(m);
+    backend_destroy(bk);
+    return rc;
+}
+
 int train_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
                              char *msg, size_t msglen) {
     char err[768];
@@ -495,10 +517,35 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
         n = 1, snprintf(diff, sizeof diff, "train.steps = %lld vs %lld (fewer)",
                         (long long)config_int(then, "train.steps"), (long long)config_int(now, "train.steps"));
     config_free(then);
-    if (n > 0)
+    if (n > 0) {
         set_err(msg, msglen, "%s was trained with another config (%d key%s differ%s, stored vs now): %s",
                 run_path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
-    return n > 0 ? 1 : 0;
+        return 1;
+    }
+    // the same train.init path can hold other weights (a base model pretrained again); logs
+    // written before init_fingerprint existed are not compared on this point
+    if (!(rd = runlog_reader_open(run_path, err, sizeof err))) {
+        set_err(msg, msglen, "%s", err);
+        return -1;
+    }
+    char *then_fp = runlog_reader_has_attr(rd, "init_fingerprint")
+                        ? runlog_read_attr_str(rd, "init_fingerprint", err, sizeof err) : NULL;
+    runlog_reader_close(rd);
+    if (!then_fp) return 0;
+    const char *init = config_str(now, "train.init");
+    char now_fp[17];
+    int rc = 0;
+    if (train_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
+        set_err(msg, msglen, "train.init: %s", err);
+        rc = -1;
+    } else if (strcmp(then_fp, now_fp) != 0) {
+        set_err(msg, msglen, "%s was trained from other weights than train.init = '%s' holds now "
+                "(init_fingerprint %s in the run, %s now: the base model was made again)",
+                run_path, init, then_fp, now_fp);
+        rc = 1;
+    }
+    free(then_fp);
+    return rc;
 }
 
 // ---------------------------------------------------------------- the run
@@ -531,7 +578,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         int same = train_compare_run_config(out_path, cfg, 1, err, sizeof err);
         if (same != 0) {
             fprintf(stderr, "grpolab: error: --resume: %s%s\n", err,
-                    same > 0 ? " (resume with the stored config, or start a new run)" : "");
+                    same > 0 ? " (resume with the settings and base model the run started with, or start a new run)" : "");
             return 2;
         }
     }
@@ -575,7 +622,9 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         free(text);
     } else {
         rl = make_parent_dirs(out_path, err, sizeof err) == 0 ? runlog_create(out_path, 1, err, sizeof err) : NULL;
-        if (rl && set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, err, sizeof err) != 0) {
+        char init_fp[17];
+        if (rl && (train_init_fingerprint(S.init, init_fp, err, sizeof err) != 0 ||
+                   set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, init_fp, err, sizeof err) != 0)) {
             fprintf(stderr, "grpolab: error: %s\n", err);
             rc = 1;
             goto done;
