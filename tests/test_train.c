@@ -540,6 +540,25 @@ static void dr_grpo_gradient_check(int with_env) {
     tu_check_rel(with_env ? "Dr. GRPO gradient, env tokens masked, vs the policy tokens' sum"
                           : "Dr. GRPO gradient vs sum_i A_i grad log pi / (M L_max)",
                  tu_rel_err(g_trainer, g_ref, np), 1e-4);
+    // the clip counts are of the policy's tokens only: with pi_old shifted by +1 every token
+    // has rho = e^-1 < 1 - eps_low (clipped where A < 0), with -1 rho = e > 1 + eps_high
+    // (clipped where A > 0)
+    for (int shift = 1; shift >= -1; shift -= 2) {
+        int want_low = 0, want_high = 0;
+        for (int i = 0; i < N; i++)
+            for (int t = 0; t < g.length[i]; t++) {
+                logp_old[off[i] + t] += (float)shift - (shift < 0 ? 1.0f : 0.0f);
+                if (env[off[i] + t]) continue;
+                if (shift > 0 && adv[i] < 0) want_low++;
+                if (shift < 0 && adv[i] > 0) want_high++;
+            }
+        train_minibatch_gradient(m, &oc, &r, idx, N, NULL, NULL, &st);
+        printf("  pi_old %+d: clipped %lld low / %lld high of %lld policy tokens\n", shift,
+               st.clipped_low, st.clipped_high, (long long)st.tokens);
+        assert_int_equal(st.clipped_low, want_low);
+        assert_int_equal(st.clipped_high, want_high);
+        assert_true(want_low + want_high > 0);
+    }
     free(env);
     free(logp_old);
     free(w);

@@ -179,6 +179,11 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
     bk_download(bk, coef, d.coef, (size_t)n * sizeof(float));
     bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
     bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
+    // with environment tokens, the log-probs too: the kernel's clip counts include them, and
+    // they are taken out here with the same ppo_clipped (on CUDA a token at the clip boundary
+    // could land on the other side of it by an ulp of expf: at most a token's difference)
+    float *lp = r->env ? xmalloc(NT * sizeof(float)) : NULL;
+    if (lp) bk_download(bk, lp, model_logp(m), NT * sizeof(float));
     MinibatchStats s = {0};
     int masked = 0;
     for (int k = 0; k < n; k++) {
@@ -191,6 +196,12 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
                 w[p] = 0.0f;
                 masked = 1;
                 if (weights) weights[r->tok_offset[i] + t] = 0.0f;
+                float A = r->advantage[i];
+                if (ppo_clipped(A, expf(lp[p] - r->logp_old[r->tok_offset[i] + t]), oc->eps_low,
+                                oc->eps_high)) {
+                    if (A < 0) clip_low[k]--;
+                    else clip_high[k]--;
+                }
                 continue;
             }
             if (weights) weights[r->tok_offset[i] + t] = w[p];
@@ -234,6 +245,7 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
     }
     if (st) *st = s;
     token_weight_buffers_free(bk, &d);
+    free(lp);
     free(w);
     free(loss);
     free(kl);
