@@ -417,21 +417,34 @@ static void test_bias_figures_data(void **state) {
     for (int i = 0; i < 2; i++) run_free(runs[i]);
 }
 
+// What summary_print writes for these runs (md: markdown); malloc'd.
+static char *summary_text(Run **runs, int n, int md) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    summary_print(f, runs, n, md);
+    fclose(f);
+    return buf;
+}
+
 static void test_summary(void **state) {
     const char *p[4] = {tmp_path("sg1.h5"), tmp_path("sg2.h5"), tmp_path("sd1.h5"), tmp_path("sd2.h5")};
     Synth s[4] = {{"grpo", 1, 20, 20, 0}, {"grpo", 2, 20, 20, 0}, {"dr_grpo", 1, 20, 20, 0}, {"dr_grpo", 2, 20, 20, 0}};
     Run *runs[4];
     for (int i = 0; i < 4; i++) write_log(p[i], &s[i], "train", 0), runs[i] = load_ok(p[i]);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    summary_print(f, runs, 4, 0);
-    fclose(f);
+    char *buf = summary_text(runs, 4, 0);
     // the incorrect length is exactly 80 + 0.2 s: slope +20.0 per 100 steps, CI 0
     assert_non_null(strstr(buf, "+20.0 ±0.0"));
     // eval incorrect 135 vs 90: ratio 1.50 in every seed pair
     assert_non_null(strstr(buf, "GRPO / Dr. GRPO: 1.50 (95% CI 1.50..1.50, 2 seed pairs)"));
     assert_non_null(strstr(buf, "[PASS] eval length of incorrect"));
+    // one seed pair has no confidence interval, and the check cannot pass without one
+    Run *pair[2] = {runs[0], runs[2]};
+    char *buf1 = summary_text(pair, 2, 0);
+    assert_non_null(strstr(buf1, "GRPO / Dr. GRPO: 1.50 (no CI from one seed pair, 1 seed pair)"));
+    assert_non_null(strstr(buf1, "[FAIL] eval length of incorrect"));
+    free(buf1);
     // both slopes are +20: Dr. GRPO has not levelled off
     assert_non_null(strstr(buf, "[FAIL] training length of incorrect"));
     // truncation and loops rise only under GRPO: (0.001 * (18.5 - 0.5)) = +0.018
@@ -466,16 +479,12 @@ static void test_summary(void **state) {
     printf("  %s\n", err);
     assert_non_null(strstr(err, "disagreement"));
     assert_non_null(strstr(err, "snoflags.h5"));
-    f = open_memstream(&buf, &len);
-    summary_print(f, &rn, 1, 0);
-    fclose(f);
+    buf = summary_text(&rn, 1, 0);
     assert_non_null(strstr(buf, "not available"));
     assert_non_null(strstr(buf, "Per objective across runs"));
     free(buf);
     run_free(rn);
-    f = open_memstream(&buf, &len);
-    summary_print(f, runs, 4, 1);
-    fclose(f);
+    buf = summary_text(runs, 4, 1);
     assert_non_null(strstr(buf, "| run | objective | seed | steps |"));
     free(buf);
     for (int i = 0; i < 4; i++) run_free(runs[i]);

@@ -295,9 +295,12 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
         if (k == 0) rm = gmean[gg][M_ELEN_I] / gmean[gd][M_ELEN_I], rh = NAN;
         else mean_ci95(ratios, k, &rm, &rh);
         int pass1 = rm >= 1.3 && isfinite(rh) && rm - rh > 1;
-        fprintf(f, "%s[%s] eval length of incorrect responses, GRPO / Dr. GRPO: %.2f (95%% CI %.2f..%.2f, "
+        char ci[64];
+        if (isfinite(rh)) snprintf(ci, sizeof ci, "95%% CI %.2f..%.2f", rm - rh, rm + rh);
+        else snprintf(ci, sizeof ci, "no CI from %s", k ? "one seed pair" : "unpaired runs");
+        fprintf(f, "%s[%s] eval length of incorrect responses, GRPO / Dr. GRPO: %.2f (%s, "
                 "%d seed pair%s%s); wanted >= 1.3 with the CI above 1\n",
-                md ? "- " : "", pass1 ? "PASS" : "FAIL", rm, rm - rh, rm + rh, k, k == 1 ? "" : "s",
+                md ? "- " : "", pass1 ? "PASS" : "FAIL", rm, ci, k, k == 1 ? "" : "s",
                 unpaired ? "; unpaired runs left out" : "");
         // 2: slopes of the incorrect training length over the last half
         double gs = gslope[gg][1][0], gh = gslope[gg][1][1], ds = gslope[gd][1][0], dh = gslope[gd][1][1];
