@@ -68,6 +68,8 @@ if [ "$JOBS" -gt 1 ]; then
   t=$(( $(nproc) / JOBS )); [ "$t" -ge 1 ] || t=1
   THREADS=(--set "run.threads=$t")
 fi
+# The settings a run of seed $1 is trained with on top of its config file (into `sets`).
+run_sets() { sets=(--set "train.init=$BASE" --set "run.seed=$1" "${TRAIN_SET[@]}"); }
 # Before anything is trained: every run that exists must have been made with the config it
 # would be trained with now, or its figures would not be those of the config files.
 stale=0
@@ -75,9 +77,9 @@ for ((k = 0; k < SEEDS; k++)); do
   for obj in grpo dr_grpo; do
     out=$RUNS/fig5_${obj}_s$((1234 + k)).h5
     [ -f "$out" ] || continue
+    run_sets $((1234 + k))
     rc=0
-    msg=$("$BIN" config --print "experiments/fig5/$obj.ini" --set "train.init=$BASE" \
-            --set "run.seed=$((1234 + k))" "${TRAIN_SET[@]}" --against "$out" 2>&1) || rc=$?
+    msg=$("$BIN" config --print "experiments/fig5/$obj.ini" "${sets[@]}" --against "$out" 2>&1) || rc=$?
     if [ "$rc" -ne 0 ]; then
       stale=1
       say "$msg"
@@ -104,7 +106,7 @@ for ((k = 0; k < SEEDS; k++)); do
     out=$RUNS/fig5_${obj}_s${seed}.h5
     runs+=("$out")
     mode=(--overwrite)
-    sets=(--set "train.init=$BASE" --set "run.seed=$seed" "${TRAIN_SET[@]}")
+    run_sets "$seed"
     if [ -f "$out" ]; then
       if "$BIN" summary --check "$out" >/dev/null 2>&1; then
         say "$out is complete: kept"

@@ -474,8 +474,18 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen) {
 }
 
 // ---------------------------------------------------------------- the stored config
-// FNV-1a (64 bit) of a checkpoint's parameters as float32 bytes, loaded on the CPU, as 16 hex
-// digits: equal weights give equal fingerprints, whatever else the file holds.
+// FNV-1a (64 bit) of a model's parameters as float32 bytes, as 16 hex digits: equal weights
+// give equal fingerprints, whatever file or backend they came from.
+static void params_fingerprint(Model *m, char hex[17]) {
+    size_t nb = model_num_params(m) * sizeof(float);
+    unsigned char *b = xmalloc(nb);
+    bk_download(model_backend(m), b, model_params(m), nb);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < nb; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    snprintf(hex, 17, "%016llx", (unsigned long long)h);
+    free(b);
+}
+
 int train_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen) {
     ModelConfig mc;
     if (checkpoint_read_meta(path, &mc, NULL, NULL, NULL, NULL, NULL, err, errlen) != 0) return -1;
@@ -483,13 +493,7 @@ int train_init_fingerprint(const char *path, char hex[17], char *err, size_t err
     if (!bk) return -1;
     Model *m = model_create(bk, &mc);
     int rc = checkpoint_load(path, m, 0, err, errlen);
-    if (rc == 0) {
-        const unsigned char *b = (const unsigned char *)model_params(m);
-        size_t nb = model_num_params(m) * sizeof(float);
-        uint64_t h = 1469598103934665603ULL;
-        for (size_t i = 0; i < nb; i++) h = (h ^ b[i]) * 1099511628211ULL;
-        snprintf(hex, 17, "%016llx", (unsigned long long)h);
-    }
+    if (rc == 0) params_fingerprint(m, hex);
     model_free(m);
     backend_destroy(bk);
     return rc;
@@ -504,6 +508,9 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
         return -1;
     }
     char *text = runlog_read_attr_str(rd, "config", err, sizeof err);
+    // logs written before init_fingerprint existed are not compared on the weights
+    char *then_fp = text && runlog_reader_has_attr(rd, "init_fingerprint")
+                        ? runlog_read_attr_str(rd, "init_fingerprint", err, sizeof err) : NULL;
     runlog_reader_close(rd);
     if (!text) {
         set_err(msg, msglen, "%s: no stored config (attribute 'config'): %s", run_path, err);
@@ -515,6 +522,7 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
     if (config_load_text(then, text, name, err, sizeof err) != 0) {
         set_err(msg, msglen, "the stored config does not read with this grpolab: %s", err);
         free(text);
+        free(then_fp);
         config_free(then);
         return -1;
     }
@@ -532,17 +540,10 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
     if (n > 0) {
         set_err(msg, msglen, "%s was trained with another config (%d key%s differ%s, stored vs now): %s",
                 run_path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
+        free(then_fp);
         return 1;
     }
-    // the same train.init path can hold other weights (a base model pretrained again); logs
-    // written before init_fingerprint existed are not compared on this point
-    if (!(rd = runlog_reader_open(run_path, err, sizeof err))) {
-        set_err(msg, msglen, "%s", err);
-        return -1;
-    }
-    char *then_fp = runlog_reader_has_attr(rd, "init_fingerprint")
-                        ? runlog_read_attr_str(rd, "init_fingerprint", err, sizeof err) : NULL;
-    runlog_reader_close(rd);
+    // the same train.init path can hold other weights (a base model pretrained again)
     if (!then_fp) return 0;
     const char *init = config_str(now, "train.init");
     char now_fp[17];
@@ -635,8 +636,8 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
     } else {
         rl = make_parent_dirs(out_path, err, sizeof err) == 0 ? runlog_create(out_path, 1, err, sizeof err) : NULL;
         char init_fp[17];
-        if (rl && (train_init_fingerprint(S.init, init_fp, err, sizeof err) != 0 ||
-                   set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, init_fp, err, sizeof err) != 0)) {
+        params_fingerprint(m, init_fp);  // m holds train.init's weights here
+        if (rl && set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, init_fp, err, sizeof err) != 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);
             rc = 1;
             goto done;
