@@ -520,6 +520,45 @@ static void test_behaviour_flags(void **state) {
     }
 }
 
+// world.after_disagreement: under `fail` a response with a visible disagreement scores 0
+// whatever its answer; without one, and under `outcome`, the reward is the verifier's.
+static void test_reward_rule(void **state) {
+    (void)state;
+    static const struct {
+        const char *response;
+        int outcome, fail;  // expected reward under each rule
+    } cases[] = {
+        // recovered: right answer after a disagreement
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0},
+        // checked and agreed, right
+        {" 4*2=8. check 4*2=8 ok. 3+8=11. </think> <answer> 11 </answer>", 1, 1},
+        // no check, right
+        {" 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 1},
+        // a disagreement and a wrong answer fail under both
+        {" 4*2=9. check 4*2=9 no. guess 14. </think> <answer> 14 </answer>", 0, 0},
+        // wrong without a disagreement
+        {" 4*2=9. 3+9=12. </think> <answer> 12 </answer>", 0, 0},
+    };
+    Task task;
+    memset(&task, 0, sizeof task);
+    task.answer = 11;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Verdict v, w;
+        verify_response(TEMPLATE_R1, &task, cases[i].response, 1, &v);
+        w = v;
+        verdict_apply_rule(&v, REWARD_OUTCOME);
+        verdict_apply_rule(&w, REWARD_FAIL_AFTER_DISAGREEMENT);
+        if (v.reward != cases[i].outcome || w.reward != cases[i].fail) {
+            printf("  case %zu '%s': outcome %d fail %d\n", i, cases[i].response, v.reward, w.reward);
+            fail();
+        }
+        // the rule changes the reward only: the flags stay the verifier's
+        assert_int_equal(w.correct, v.correct);
+        assert_int_equal(w.recovered, v.recovered);
+        assert_int_equal(w.disagreement, v.disagreement);
+    }
+}
+
 // ---------------------------------------------------------------- corpus
 
 #define DOC_CAP 4096
@@ -1056,6 +1095,7 @@ int main(void) {
         cmocka_unit_test(test_templates),
         cmocka_unit_test(test_verifier_table),
         cmocka_unit_test(test_behaviour_flags),
+        cmocka_unit_test(test_reward_rule),
         cmocka_unit_test(test_corpus_determinism_and_params),
         cmocka_unit_test(test_corpus_documents),
         cmocka_unit_test(test_corpus_frequencies),

@@ -146,9 +146,10 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
     FailingStates *fs = xcalloc((size_t)n * 2, sizeof *fs);
     int *ok = xcalloc((size_t)n, sizeof *ok);
     fprintf(f, "\n%sAfter a visible self-check disagreement (/responses; first -> last tenth of the "
-            "steps): share of responses with one; among them the shares that ended correct, gave up "
-            "and looped; mean length of those that failed. Going on pays in reward where `correct` "
-            "rises.\n\n", md ? "### " : "");
+            "steps): share of responses with one; among them the shares whose answer was right, that "
+            "gave up and that looped; mean length of those whose answer was wrong. Going on pays in "
+            "reward where `correct` rises, unless world.after_disagreement = fail (then none of "
+            "them earns reward).\n\n", md ? "### " : "");
     if (md) fprintf(f, "| run | objective |");
     else fprintf(f, "%-26s %-9s", "run", "objective");
     for (int m = 0; m < N_FAIL; m++) cell(f, md, FMET[m].head, m == F_LEN ? 30 : 28);

@@ -314,6 +314,7 @@ static int cmd_eval(int argc, char **argv) {
         config_free(c);
         return 2;
     }
+    ec.reward_rule = setup_reward_rule(c);
     double temp = 0, top_p = 1;
     const char *ts = cli_get(&eval_spec, &a, "temperature"), *ps = cli_get(&eval_spec, &a, "top-p");
     if (ts && cli_flag(&eval_spec, &a, "greedy")) {

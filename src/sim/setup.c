@@ -93,6 +93,12 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
     return corpus_params_validate(p, err, errlen);
 }
 
+RewardRule setup_reward_rule(const Config *c) {
+    return strcmp(config_str(c, "world.after_disagreement"), "fail") == 0
+               ? REWARD_FAIL_AFTER_DISAGREEMENT
+               : REWARD_OUTCOME;
+}
+
 SamplerEnvFn setup_sampler_env(const Config *c) {
     return strcmp(config_str(c, "world.check_verdict"), "environment") == 0 ? template_env_verdict
                                                                            : NULL;

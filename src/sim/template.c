@@ -291,3 +291,7 @@ void verify_response(Template t, const Task *task, const char *text, int stopped
     v->reward = stopped && v->format_ok && v->correct;
     read_behaviour(text, v);
 }
+
+void verdict_apply_rule(Verdict *v, RewardRule rule) {
+    if (rule == REWARD_FAIL_AFTER_DISAGREEMENT && v->disagreement) v->reward = 0;
+}

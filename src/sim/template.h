@@ -80,6 +80,16 @@ typedef struct {
 void verify_response(Template t, const Task *task, const char *response_text, int stopped,
                      Verdict *v);
 
+// ---- the world's reward rule (world.after_disagreement, docs/world.md)
+// REWARD_OUTCOME: the reward is verify_response's, the final answer's; a redo after a
+// disagreement can still earn it. REWARD_FAIL_AFTER_DISAGREEMENT: a response with a visible
+// self-check disagreement (a check ending " no") scores 0 whatever its answer, like a grader
+// that reads the whole solution and rejects one with a refuted step on the record. After a
+// disagreement every continuation then fails alike, and only the objective's per-token
+// weight tells a short failure from a long one.
+typedef enum { REWARD_OUTCOME = 0, REWARD_FAIL_AFTER_DISAGREEMENT = 1 } RewardRule;
+void verdict_apply_rule(Verdict *v, RewardRule rule);
+
 // ---- the environment's check verdict (world.check_verdict = environment)
 // A sampler environment (SamplerConfig.env): when the response so far ends with a check
 // clause and a space, "check <a><op><b>=<v> ", the environment writes the verdict the way

@@ -263,6 +263,7 @@ typedef struct {
     float temperature, top_p;
     double level_weights[WORLD_NUM_LEVELS];
     Template template_kind;
+    RewardRule reward_rule;
     int max_new;
     uint64_t seed;
 } TrainSettings;
@@ -306,6 +307,7 @@ static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc
     const char *tn = config_str(c, "world.template");
     if (template_parse(tn, &s->template_kind) != 0)
         return set_err(err, errlen, "world.template = '%s': not one of r1|boxed|none", tn);
+    s->reward_rule = setup_reward_rule(c);
     return objective_from_config(c, s->max_new, oc, err, errlen);
 }
 
@@ -664,7 +666,8 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                             .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
                             .seed = S.seed,
                             .env = setup_sampler_env(cfg)};
-        EvalConfig ec = {.template_kind = S.template_kind, .world_seed = (uint64_t)config_int(cfg, "world.seed"),
+        EvalConfig ec = {.template_kind = S.template_kind, .reward_rule = S.reward_rule,
+                         .world_seed = (uint64_t)config_int(cfg, "world.seed"),
                          .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
                          .pool_seed = S.seed};
         ec.sampler = sc;
@@ -740,6 +743,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                 if (tok_decode(tk, toks, gen.length[i], resp_text, (size_t)max_new * 16 + 16) < 0)
                     die("train: cannot decode a response");
                 verify_response(S.template_kind, &tasks[i / G], resp_text, gen.stopped[i], &verd[i]);
+                verdict_apply_rule(&verd[i], S.reward_rule);
                 rewards[i] = (float)verd[i].reward;
                 tok_off[i] = n_tok;
                 memcpy(tok_env + n_tok, gen.env + (size_t)i * gen.max_new, (size_t)gen.length[i]);
