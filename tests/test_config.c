@@ -333,15 +333,19 @@ static void test_enum_values(void **state) {
                       "x.ini:2: run.backend = 'gpu': not one of auto|cpu|cuda", NULL);
     expect_load_error("[run]\nbackend = \n", "x.ini:2: run.backend = '': not one of auto|cpu|cuda",
                       NULL);
-    // world.after_disagreement -> the verifier's reward rule
-    c = load_ok("[world]\nafter_disagreement = fail\n");
-    assert_int_equal(setup_reward_rule(c), REWARD_FAIL_AFTER_DISAGREEMENT);
+    // world.reward_rule -> the verifier's reward rule
+    c = load_ok("[world]\nreward_rule = false_step_fails\n");
+    assert_int_equal(setup_reward_rule(c), REWARD_FALSE_STEP_FAILS);
+    config_free(c);
+    c = load_ok("[world]\nreward_rule = disagreement_fails\n");
+    assert_int_equal(setup_reward_rule(c), REWARD_DISAGREEMENT_FAILS);
     config_free(c);
     c = load_ok("[world]\n");
     assert_int_equal(setup_reward_rule(c), REWARD_OUTCOME);
     config_free(c);
-    expect_load_error("[world]\nafter_disagreement = zero\n",
-                      "x.ini:2: world.after_disagreement = 'zero': not one of outcome|fail", NULL);
+    expect_load_error("[world]\nreward_rule = strict\n",
+                      "x.ini:2: world.reward_rule = 'strict': not one of "
+                      "outcome|disagreement_fails|false_step_fails", NULL);
 }
 
 static void test_comments_and_quotes(void **state) {

@@ -520,43 +520,89 @@ static void test_behaviour_flags(void **state) {
     }
 }
 
-// world.after_disagreement: under `fail` a response with a visible disagreement scores 0
-// whatever its answer; without one, and under `outcome`, the reward is the verifier's.
+// world.reward_rule: each rule on hand-written responses (truth 11 for "3+4*2"); only the
+// reward changes. Then template_has_false_step against corpus documents, whose generator
+// knows which steps it wrote wrong.
 static void test_reward_rule(void **state) {
     (void)state;
     static const struct {
         const char *response;
-        int outcome, fail;  // expected reward under each rule
+        int outcome, disagreement_fails, false_step_fails;  // expected reward under each rule
     } cases[] = {
-        // recovered: right answer after a disagreement
-        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0},
-        // checked and agreed, right
-        {" 4*2=8. check 4*2=8 ok. 3+8=11. </think> <answer> 11 </answer>", 1, 1},
-        // no check, right
-        {" 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 1},
-        // a disagreement and a wrong answer fail under both
-        {" 4*2=9. check 4*2=9 no. guess 14. </think> <answer> 14 </answer>", 0, 0},
-        // wrong without a disagreement
-        {" 4*2=9. 3+9=12. </think> <answer> 12 </answer>", 0, 0},
+        // a wrong step, refuted, redone right: the answer is right
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 0},
+        // a check that miscopies a right step: its "no" is no false step
+        {" 4*2=8. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 1},
+        // checked and agreed
+        {" 4*2=8. check 4*2=8 ok. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 1},
+        // no check
+        {" 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 1},
+        // a wrong step never checked, then a right answer anyway
+        {" 4*2=9. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0},
+        // a step that is not a step
+        {" 4*2==8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0},
+        {" 3+4*2=11. </think> <answer> 11 </answer>", 1, 1, 0},
+        // a wrong answer fails under all three
+        {" 4*2=9. check 4*2=9 no. guess 14. </think> <answer> 14 </answer>", 0, 0, 0},
+        {" 4*2=9. 3+9=12. </think> <answer> 12 </answer>", 0, 0, 0},
     };
+    static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails"};
     Task task;
     memset(&task, 0, sizeof task);
     task.answer = 11;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        Verdict v, w;
-        verify_response(TEMPLATE_R1, &task, cases[i].response, 1, &v);
-        w = v;
-        verdict_apply_rule(&v, REWARD_OUTCOME);
-        verdict_apply_rule(&w, REWARD_FAIL_AFTER_DISAGREEMENT);
-        if (v.reward != cases[i].outcome || w.reward != cases[i].fail) {
-            printf("  case %zu '%s': outcome %d fail %d\n", i, cases[i].response, v.reward, w.reward);
+        const int want[3] = {cases[i].outcome, cases[i].disagreement_fails,
+                             cases[i].false_step_fails};
+        Verdict v0;
+        verify_response(TEMPLATE_R1, &task, cases[i].response, 1, &v0);
+        for (int r = 0; r < 3; r++) {
+            RewardRule rule;
+            assert_int_equal(reward_rule_parse(names[r], &rule), 0);
+            assert_int_equal((int)rule, r);
+            Verdict v = v0;
+            verdict_apply_rule(&v, cases[i].response, rule);
+            if (v.reward != want[r]) {
+                printf("  case %zu '%s' under %s: reward %d, want %d\n", i, cases[i].response,
+                       names[r], v.reward, want[r]);
+                fail();
+            }
+            // the rule changes the reward only: the flags stay the verifier's
+            assert_int_equal(v.correct, v0.correct);
+            assert_int_equal(v.recovered, v0.recovered);
+            assert_int_equal(v.disagreement, v0.disagreement);
+        }
+    }
+    RewardRule rule;
+    assert_int_equal(reward_rule_parse("fail", &rule), -1);
+    // steps of every shape the corpus writes
+    assert_int_equal(template_has_false_step(" 2-5=-3. 10-(-3)=13. -3*4=-12. 0*7=0."), 0);
+    assert_int_equal(template_has_false_step(" 2-5=3."), 1);
+    assert_int_equal(template_has_false_step(" redo 10-(-3)=7."), 1);
+    assert_int_equal(template_has_false_step(" check 10-(-3)=7 no."), 0);
+    assert_int_equal(template_has_false_step(" 4*2="), 1);  // cut before the value
+    assert_int_equal(template_has_false_step(" guess 12. </think> <answer> 12 </answer>"), 0);
+    // independent reference: without false alarms every disagreement follows a first pass
+    // written wrong, so an uncut document has a false step iff the generator wrote one
+    CorpusParams p = corpus_params_default();
+    p.p_false_alarm = 0;
+    static char doc[4096];
+    int n_err = 0, n_clean = 0;
+    for (int d = 0; d < 3000; d++) {
+        DocInfo in;
+        assert_true(corpus_document(&p, 91, d, doc, sizeof doc, &in) > 0);
+        if (in.truncated) continue;
+        int f = template_has_false_step(doc + in.prompt_chars);
+        if (f != (in.n_errors > 0)) {
+            printf("  document %d: %d first passes wrong, has_false_step %d\n%s\n", d, in.n_errors,
+                   f, doc);
             fail();
         }
-        // the rule changes the reward only: the flags stay the verifier's
-        assert_int_equal(w.correct, v.correct);
-        assert_int_equal(w.recovered, v.recovered);
-        assert_int_equal(w.disagreement, v.disagreement);
+        n_err += in.n_errors > 0;
+        n_clean += in.n_errors == 0;
     }
+    printf("  corpus: %d documents with a wrong step, %d without, all found as written\n", n_err,
+           n_clean);
+    assert_true(n_err > 300 && n_clean > 300);
 }
 
 // ---------------------------------------------------------------- corpus

@@ -148,7 +148,7 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
     fprintf(f, "\n%sAfter a visible self-check disagreement (/responses; first -> last tenth of the "
             "steps): share of responses with one; among them the shares whose answer was right, that "
             "gave up and that looped; mean length of those whose answer was wrong. Going on pays in "
-            "reward where `correct` rises, unless world.after_disagreement = fail (then none of "
+            "reward where `correct` rises, unless world.reward_rule is strict (then almost none of "
             "them earns reward).\n\n", md ? "### " : "");
     if (md) fprintf(f, "| run | objective |");
     else fprintf(f, "%-26s %-9s", "run", "objective");

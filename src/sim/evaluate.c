@@ -63,7 +63,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
                     die("eval: cannot decode a response");
                 Verdict v;
                 verify_response(cfg->template_kind, &tasks[i], resp, g.stopped[i], &v);
-                verdict_apply_rule(&v, cfg->reward_rule);
+                verdict_apply_rule(&v, resp, cfg->reward_rule);
                 if (st->n < cfg->show)
                     printf("[%s #%d level %d] %s = %lld -> reward %d%s%s\n  %s\n",
                            pool ? "train_pool" : world_benchmark_name(b), j0 + i, tasks[i].level,

@@ -39,7 +39,7 @@ typedef struct {
 
 typedef struct {
     Template template_kind;
-    RewardRule reward_rule; // world.after_disagreement (REWARD_OUTCOME when zeroed)
+    RewardRule reward_rule; // world.reward_rule (REWARD_OUTCOME when zeroed)
     SamplerConfig sampler;  // temperature 0 for greedy
     uint64_t world_seed;    // the benchmarks' seed
     int batch;              // sequences generated together

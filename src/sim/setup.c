@@ -94,9 +94,9 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
 }
 
 RewardRule setup_reward_rule(const Config *c) {
-    return strcmp(config_str(c, "world.after_disagreement"), "fail") == 0
-               ? REWARD_FAIL_AFTER_DISAGREEMENT
-               : REWARD_OUTCOME;
+    RewardRule r = REWARD_OUTCOME;
+    reward_rule_parse(config_str(c, "world.reward_rule"), &r);  // the schema allows only these
+    return r;
 }
 
 SamplerEnvFn setup_sampler_env(const Config *c) {

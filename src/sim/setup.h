@@ -18,7 +18,7 @@ AdamWConfig setup_adamw(const Config *c);
 // world.check_verdict -> the sampler's environment: template_env_verdict for
 // "environment", NULL (the policy writes every token) for "policy".
 SamplerEnvFn setup_sampler_env(const Config *c);
-// world.after_disagreement -> the verifier's reward rule (template.h).
+// world.reward_rule -> the verifier's reward rule (template.h).
 RewardRule setup_reward_rule(const Config *c);
 // run.backend (auto|cpu|cuda, or the override if not NULL) -> a backend; auto picks cuda
 // when a device is usable, else cpu. Prints which one and why to stderr when verbose.

@@ -292,6 +292,33 @@ void verify_response(Template t, const Task *task, const char *text, int stopped
     read_behaviour(text, v);
 }
 
-void verdict_apply_rule(Verdict *v, RewardRule rule) {
-    if (rule == REWARD_FAIL_AFTER_DISAGREEMENT && v->disagreement) v->reward = 0;
+// ---------------------------------------------------------------- the reward rule
+
+int reward_rule_parse(const char *name, RewardRule *out) {
+    static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(name, names[k]) == 0) {
+            *out = (RewardRule)k;
+            return 0;
+        }
+    return -1;
+}
+
+int template_has_false_step(const char *text) {
+    static const char *const OPERAND = "0123456789+-*()";
+    const size_t lc = strlen(MARK_CHECK);
+    for (const char *q = strchr(text, '='); q; q = strchr(q + 1, '=')) {
+        const char *s = q, *e = q + 1;
+        while (s > text && strchr(OPERAND, s[-1])) s--;
+        if (*e == '-') e++;
+        while (*e >= '0' && *e <= '9') e++;
+        if ((size_t)(s - text) >= lc && strncmp(s - lc, MARK_CHECK, lc) == 0) continue;
+        if (check_step(s, e) != 1) return 1;
+    }
+    return 0;
+}
+
+void verdict_apply_rule(Verdict *v, const char *text, RewardRule rule) {
+    if (rule == REWARD_DISAGREEMENT_FAILS && v->disagreement) v->reward = 0;
+    if (rule == REWARD_FALSE_STEP_FAILS && v->reward && template_has_false_step(text)) v->reward = 0;
 }

@@ -80,15 +80,29 @@ typedef struct {
 void verify_response(Template t, const Task *task, const char *response_text, int stopped,
                      Verdict *v);
 
-// ---- the world's reward rule (world.after_disagreement, docs/world.md)
-// REWARD_OUTCOME: the reward is verify_response's, the final answer's; a redo after a
-// disagreement can still earn it. REWARD_FAIL_AFTER_DISAGREEMENT: a response with a visible
-// self-check disagreement (a check ending " no") scores 0 whatever its answer, like a grader
-// that reads the whole solution and rejects one with a refuted step on the record. After a
-// disagreement every continuation then fails alike, and only the objective's per-token
-// weight tells a short failure from a long one.
-typedef enum { REWARD_OUTCOME = 0, REWARD_FAIL_AFTER_DISAGREEMENT = 1 } RewardRule;
-void verdict_apply_rule(Verdict *v, RewardRule rule);
+// ---- the world's reward rule (world.reward_rule, docs/world.md)
+// REWARD_OUTCOME: the reward is verify_response's, the final answer's. A redo after a
+// disagreement is a fresh computation and can still earn it.
+// REWARD_DISAGREEMENT_FAILS: a response with a visible self-check disagreement (a check
+// ending " no") scores 0 whatever its answer.
+// REWARD_FALSE_STEP_FAILS: a response with a false step on the record scores 0 whatever its
+// answer, as from a grader that checks every step of the derivation. A step is a clause
+// "a op b=v" outside a check (a redo's included); one that does not parse as a step is
+// false. Checks are not steps: a check that miscopies a right step costs nothing.
+// Under both strict rules every continuation after a checked error fails alike, so the
+// length of such a failure is a choice that reward does not make.
+typedef enum {
+    REWARD_OUTCOME = 0,
+    REWARD_DISAGREEMENT_FAILS = 1,
+    REWARD_FALSE_STEP_FAILS = 2
+} RewardRule;
+// "outcome", "disagreement_fails", "false_step_fails" -> 0; -1 otherwise.
+int reward_rule_parse(const char *name, RewardRule *out);
+// Applies the rule to v, the verdict verify_response gave for `response_text`: only
+// v->reward changes (the flags, `correct` and `recovered` stay the verifier's).
+void verdict_apply_rule(Verdict *v, const char *response_text, RewardRule rule);
+// 1 if the text has a false step as defined above (exposed for tests)
+int template_has_false_step(const char *response_text);
 
 // ---- the environment's check verdict (world.check_verdict = environment)
 // A sampler environment (SamplerConfig.env): when the response so far ends with a check

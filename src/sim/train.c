@@ -743,7 +743,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                 if (tok_decode(tk, toks, gen.length[i], resp_text, (size_t)max_new * 16 + 16) < 0)
                     die("train: cannot decode a response");
                 verify_response(S.template_kind, &tasks[i / G], resp_text, gen.stopped[i], &verd[i]);
-                verdict_apply_rule(&verd[i], S.reward_rule);
+                verdict_apply_rule(&verd[i], resp_text, S.reward_rule);
                 rewards[i] = (float)verd[i].reward;
                 tok_off[i] = n_tok;
                 memcpy(tok_env + n_tok, gen.env + (size_t)i * gen.max_new, (size_t)gen.length[i]);
