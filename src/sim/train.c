@@ -353,7 +353,7 @@ static const ColumnSpec RESPONSE_COLS[] = {
     {"question_index", COL_I64, "index of the task in the training pool"},
     {"level", COL_I32, "difficulty level 1..5"},
     {"length", COL_I32, "generated tokens, the stop token included"},
-    {"reward", COL_I32, "verifier reward (0/1; 0 when truncated)"},
+    {"reward", COL_I32, "verifier reward under world.reward_rule (0/1; 0 when truncated)"},
     {"correct", COL_I32, "extracted answer equals the truth, format aside"},
     {"truncated", COL_I32, "no stop within the budget"},
     {"advantage", COL_F32, "A_i"},
