@@ -59,6 +59,7 @@ typedef struct {
     int64_t seed;
     int n_steps, steps_planned;
     int n_evals_skip;  // 1: no /eval rows
+    double loop_trend; // nonzero: loop share 0.1 + loop_trend s, whatever the preset
 } Synth;
 
 enum { NTR = 11, NEV = 7, NQ = 5, NR = 8, NT = 2 };
@@ -125,7 +126,8 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
         int32_t step = st;
         double k = (double)(s->seed - 1);
         double v[NTR - 1] = {0.2 + 0.002 * st + 0.05 * k, 60.0 + st, 40 + 0.1 * st, 80 + 0.2 * st,
-                             grpo ? 0.05 + 0.001 * st : 0.05, grpo ? 0.1 + 0.001 * st : 0.1, 0.08, 0.5,
+                             grpo ? 0.05 + 0.001 * st : 0.05,
+                             s->loop_trend != 0 ? 0.1 + s->loop_trend * st : grpo ? 0.1 + 0.001 * st : 0.1, 0.08, 0.5,
                              0.9, 0.5};
         const void *row[NTR];
         row[0] = &step;
@@ -219,7 +221,7 @@ static int have_gnuplot(void) {
 // ---------------------------------------------------------------- tests
 
 static void test_load_and_eval_pooling(void **state) {
-    Synth s = {"grpo", 1, 12, 12, 0};
+    Synth s = {"grpo", 1, 12, 12, 0, 0};
     const char *p = tmp_path("pool.h5");
     write_log(p, &s, "train", 0);
     Run *r = load_ok(p);
@@ -300,7 +302,7 @@ static void test_closed_forms(void **state) {
 
 static void test_fig5_data_and_png(void **state) {
     const char *g1 = tmp_path("g1.h5"), *g2 = tmp_path("g2.h5"), *d1 = tmp_path("d1.h5");
-    Synth a = {"grpo", 1, 12, 12, 0}, b = {"grpo", 2, 10, 12, 0}, c = {"dr_grpo", 1, 12, 12, 0};
+    Synth a = {"grpo", 1, 12, 12, 0, 0}, b = {"grpo", 2, 10, 12, 0, 0}, c = {"dr_grpo", 1, 12, 12, 0, 0};
     write_log(g1, &a, "train", 0);
     write_log(g2, &b, "train", 0);  // stopped at step 10 of 12
     write_log(d1, &c, "train", 0);
@@ -354,7 +356,7 @@ static void test_fig5_data_and_png(void **state) {
 
 static void test_bias_figures_data(void **state) {
     const char *g1 = tmp_path("bg.h5"), *d1 = tmp_path("bd.h5");
-    Synth a = {"grpo", 1, 6, 6, 0}, c = {"dr_grpo", 1, 6, 6, 0};
+    Synth a = {"grpo", 1, 6, 6, 0, 0}, c = {"dr_grpo", 1, 6, 6, 0, 0};
     write_log(g1, &a, "train", 0);
     write_log(d1, &c, "train", 0);
     Run *runs[2] = {load_ok(g1), load_ok(d1)};
@@ -430,7 +432,7 @@ static char *summary_text(Run **runs, int n, int md) {
 
 static void test_summary(void **state) {
     const char *p[4] = {tmp_path("sg1.h5"), tmp_path("sg2.h5"), tmp_path("sd1.h5"), tmp_path("sd2.h5")};
-    Synth s[4] = {{"grpo", 1, 20, 20, 0}, {"grpo", 2, 20, 20, 0}, {"dr_grpo", 1, 20, 20, 0}, {"dr_grpo", 2, 20, 20, 0}};
+    Synth s[4] = {{"grpo", 1, 20, 20, 0, 0}, {"grpo", 2, 20, 20, 0, 0}, {"dr_grpo", 1, 20, 20, 0, 0}, {"dr_grpo", 2, 20, 20, 0, 0}};
     Run *runs[4];
     for (int i = 0; i < 4; i++) write_log(p[i], &s[i], "train", 0), runs[i] = load_ok(p[i]);
     char *buf = summary_text(runs, 4, 0);
@@ -450,6 +452,18 @@ static void test_summary(void **state) {
     // truncation and loops rise only under GRPO: (0.001 * (18.5 - 0.5)) = +0.018
     assert_non_null(strstr(buf, "truncation rate GRPO +0.018 vs Dr. GRPO +0.000"));
     assert_non_null(strstr(buf, "[PASS] change from the first"));
+    // loops that fall under both objectives, under GRPO by less, are not a rise
+    {
+        const char *q[2] = {tmp_path("sgf.h5"), tmp_path("sdf.h5")};
+        Synth sf[2] = {{"grpo", 1, 20, 20, 0, -0.001}, {"dr_grpo", 1, 20, 20, 0, -0.002}};
+        Run *rf[2];
+        for (int i = 0; i < 2; i++) write_log(q[i], &sf[i], "train", 0), rf[i] = load_ok(q[i]);
+        char *bf = summary_text(rf, 2, 0);
+        assert_non_null(strstr(bf, "loop share GRPO -0.018 vs Dr. GRPO -0.036"));
+        assert_non_null(strstr(bf, "[FAIL] change from the first"));
+        free(bf);
+        for (int i = 0; i < 2; i++) run_free(rf[i]);
+    }
     assert_non_null(strstr(buf, "[PASS] share of responses with a visible"));
     // final reward: last tenth (steps 18, 19) mean 0.237 + 0.025 (seeds 1, 2) = 0.262 for both
     assert_non_null(strstr(buf, "Dr. GRPO 0.262 vs GRPO 0.262"));
@@ -472,7 +486,7 @@ static void test_summary(void **state) {
     free(buf);
     // a log without the flags: a note in the table, the rest of the summary stays
     const char *pn = tmp_path("snoflags.h5");
-    Synth sn = {"grpo", 3, 20, 20, 0};
+    Synth sn = {"grpo", 3, 20, 20, 0, 0};
     write_log(pn, &sn, "train", 2);
     Run *rn = load_ok(pn);
     assert_int_equal(run_failing_states(rn, fs, err, sizeof err), -1);
@@ -513,7 +527,7 @@ static void test_bad_files(void **state) {
     H5Fclose(h);
     expect_load_error(other, "format");
     // an eval log instead of a train log
-    Synth s = {"grpo", 1, 4, 4, 0};
+    Synth s = {"grpo", 1, 4, 4, 0, 0};
     const char *ev = tmp_path("evalkind.h5");
     write_log(ev, &s, "eval", 0);
     expect_load_error(ev, "kind 'eval'");
@@ -522,13 +536,13 @@ static void test_bad_files(void **state) {
     write_log(mc, &s, "train", 1);
     expect_load_error(mc, "loop_rate");
     // an empty run
-    Synth e = {"grpo", 1, 0, 4, 0};
+    Synth e = {"grpo", 1, 0, 4, 0, 0};
     const char *em = tmp_path("empty.h5");
     write_log(em, &e, "train", 0);
     expect_load_error(em, "empty run");
     // a truncated file: the first half of a valid log
     const char *full = tmp_path("full.h5"), *cut = tmp_path("cut.h5");
-    Synth big = {"grpo", 1, 30, 30, 0};
+    Synth big = {"grpo", 1, 30, 30, 0, 0};
     write_log(full, &big, "train", 0);
     FILE *in = fopen(full, "rb"), *out = fopen(cut, "wb");
     fseek(in, 0, SEEK_END);
@@ -551,7 +565,7 @@ static void test_bad_files(void **state) {
         assert_non_null(strstr(err, "cut.h5"));
     }
     // no runs without evaluations crash the figures
-    Synth ne = {"grpo", 1, 6, 6, 1};
+    Synth ne = {"grpo", 1, 6, 6, 1, 0};
     const char *ner = tmp_path("noeval.h5");
     write_log(ner, &ne, "train", 0);
     Run *rn = load_ok(ner);
@@ -639,7 +653,7 @@ static void test_run_in_progress(void **state) {
 
 static void test_cli(void **state) {
     char out[8192], args[1024];
-    Synth s = {"grpo", 1, 4, 8, 0};
+    Synth s = {"grpo", 1, 4, 8, 0, 0};
     const char *p = tmp_path("cli.h5");
     write_log(p, &s, "train", 0);
     assert_int_equal(tu_run_cli("plot", out, sizeof out), 2);
@@ -663,7 +677,7 @@ static void test_cli(void **state) {
     // --check: 4 of 8 steps is not complete
     snprintf(args, sizeof args, "summary --check %s", p);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 1);
-    Synth full = {"grpo", 1, 8, 8, 0};
+    Synth full = {"grpo", 1, 8, 8, 0, 0};
     write_log(p, &full, "train", 0);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 0);
     assert_int_equal(tu_run_cli("summary", out, sizeof out), 2);
