@@ -5,11 +5,12 @@
 #      (run.seed = 1234, 1235, ...; both objectives get the same seeds)
 #   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
 #      the summary (also written to plots/summary.md)
-# Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a briefly pretrained base
-# model, 12 RL steps of 4 prompts; under 5 minutes on 2 cores; files under data/*/quick and
-# plots/quick), BACKEND=auto|cpu|cuda (default auto), GRPOLAB=path of the binary, JOBS=N
-# (default 1): train N runs at a time, each on nproc/N threads (run.threads) with its output
-# in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both cores busy during the evaluations too.
+# Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a base model briefly
+# pretrained on level-1 questions, 12 RL steps of 4 level-1 prompts; under 5 minutes on 2
+# cores; files under data/*/quick and plots/quick), BACKEND=auto|cpu|cuda (default auto),
+# GRPOLAB=path of the binary, JOBS=N (default 1): train N runs at a time, each on nproc/N
+# threads (run.threads) with its output in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both
+# cores busy during the evaluations too.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
 # its checkpoint (--resume). A run that exists is first compared with the config it would be
 # trained with now (`grpolab config --against`); if they differ, nothing is trained and the
@@ -39,10 +40,17 @@ if [ "$QUICK" = 1 ]; then
   BASE=data/models/quick/base.h5
   RUNS=data/runs/quick
   PLOTS=plots/quick
-  # the smoke version: the same configs, cut down (docs/results.md)
-  PRETRAIN_SET=(--set pretrain.steps=200 --set pretrain.warmup_steps=20 --set pretrain.log_every=50)
+  # the smoke version: the same configs, cut down (docs/results.md). Its base model sees only
+  # level-1 questions (one operation), which 900 steps teach well enough to answer about one
+  # in six of them at temperature 1 (levels 2-5 take the full pretraining), and RL trains on
+  # level 1 only, so most groups are mixed and the updates are not zero.
+  LEVELS=()
+  for l in 2 3 4 5; do LEVELS+=(--set "corpus.weight_level$l=0"); done
+  PRETRAIN_SET=(--set pretrain.steps=900 --set pretrain.warmup_steps=20 --set pretrain.log_every=100
+                "${LEVELS[@]}")
   TRAIN_SET=(--set train.steps=12 --set train.prompts_per_step=4 --set train.minibatch_size=16
-             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8)
+             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8
+             "${LEVELS[@]//corpus./train.}")
 else
   BASE=data/models/base.h5
   RUNS=data/runs
@@ -56,7 +64,7 @@ if [ -f "$BASE" ]; then
   say "base model $BASE exists (delete it to pretrain again)"
 else
   if [ "$QUICK" = 1 ]; then
-    say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 200 steps; about a minute)"
+    say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions; about 1.5 minutes)"
   else
     say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; ~12 min on 2 CPU cores)"
   fi
