@@ -11,6 +11,8 @@
 # GRPOLAB=path of the binary, JOBS=N (default 1): train N runs at a time, each on nproc/N
 # threads (run.threads) with its output in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both
 # cores busy during the evaluations too.
+# A base model that exists is kept if it was pretrained with the config it would be pretrained
+# with now (`grpolab config --against-model`); if not, the script stops and lists the keys.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
 # its checkpoint (--resume). A run that exists is first compared with the config it would be
 # trained with now (`grpolab config --against`); if they differ, nothing is trained and the
@@ -61,7 +63,15 @@ t0=$(date +%s)
 say() { echo "reproduce-fig5 [$(( $(date +%s) - t0 ))s]: $*"; }
 
 if [ -f "$BASE" ]; then
-  say "base model $BASE exists (delete it to pretrain again)"
+  # reused only if it was pretrained with the config it would be pretrained with now
+  rc=0
+  msg=$("$BIN" config --print experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --against-model "$BASE" 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    say "$msg"
+    say "stopping before training: delete or move $BASE to pretrain it again with the current config (nothing was changed)"
+    exit 1
+  fi
+  say "base model $BASE exists and matches experiments/base/pretrain.ini (delete it to pretrain again)"
 else
   if [ "$QUICK" = 1 ]; then
     say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions; about 1.5 minutes)"

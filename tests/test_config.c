@@ -263,6 +263,12 @@ static void test_diff(void **state) {
     assert_int_equal(config_diff(a, b, ignore, 1, out, 12), 2);  // a short buffer is cut
     assert_int_equal(strlen(out), 11);
     assert_int_equal(config_diff(a, a, NULL, 0, out, sizeof out), 0);
+    // "section.*" skips every key of the section, and only of that section
+    const char *ignore_optim[] = {"run.threads", "optim.*"};
+    assert_int_equal(config_diff(a, b, ignore_optim, 2, out, sizeof out), 1);
+    assert_string_equal(out, "run.out = \"\" vs \"x y\"");
+    const char *ignore_prefix[] = {"run.threads", "opt.*", "optim"};  // no section of these names
+    assert_int_equal(config_diff(a, b, ignore_prefix, 3, NULL, 0), 2);
     config_free(a);
     config_free(b);
 }

@@ -84,6 +84,40 @@ static void test_pretrain_lowers_loss(void **state) {
     config_free(c);
 }
 
+// A base model is compared with a config on the keys pretraining reads (make
+// reproduce-fig5 reuses data/models/base.h5 only when they are the same).
+static void test_compare_model_config(void **state) {
+    char msg[1024], err[512];
+    Config *c = tiny_config();
+    assert_int_equal(pretrain_compare_model_config(model_path, c, msg, sizeof msg), 0);
+    // keys that do not change the weights, and the RL sections, are not compared
+    const char *same[] = {"run.threads=2", "pretrain.log_every=20", "pretrain.out=\"elsewhere.h5\"",
+                          "train.steps=7", "objective.preset=dr_grpo", "eval.limit=3"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        assert_int_equal(config_set(c, same[i], err, sizeof err), 0);
+    assert_int_equal(pretrain_compare_model_config(model_path, c, msg, sizeof msg), 0);
+    // a corpus, model or schedule key does
+    assert_int_equal(config_set(c, "corpus.weight_level2=0", err, sizeof err), 0);
+    assert_int_equal(config_set(c, "pretrain.steps=41", err, sizeof err), 0);
+    assert_int_equal(pretrain_compare_model_config(model_path, c, msg, sizeof msg), 1);
+    printf("  %s\n", msg);
+    assert_non_null(strstr(msg, "2 keys differ"));
+    assert_non_null(strstr(msg, "pretrain.steps = 40 vs 41"));
+    assert_non_null(strstr(msg, "corpus.weight_level2 = 1 vs 0"));
+    // the CLI: exit 1 when they differ (the keys go to stdout), 2 on a file it cannot read
+    char out[4096], args[600];
+    snprintf(args, sizeof args, "config --set pretrain.steps=41 --against-model %s", model_path);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 1);
+    snprintf(args, sizeof args, "config --against-model /nonexistent/base.h5 --set run.seed=7");
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "/nonexistent/base.h5"));
+    snprintf(args, sizeof args, "config --set run.seed=7 --against %s --against-model %s", model_path,
+             model_path);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "give one of them"));
+    config_free(c);
+}
+
 static void test_eval_table_and_hdf5(void **state) {
     char err[512];
     ModelConfig mc;
@@ -205,6 +239,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corpus_defaults_match),
         cmocka_unit_test(test_pretrain_lowers_loss),
+        cmocka_unit_test(test_compare_model_config),
         cmocka_unit_test(test_eval_table_and_hdf5),
         cmocka_unit_test(test_cli_errors),
     };

@@ -573,6 +573,18 @@ int config_load_text(Config *c, const char *text, const char *name, char *err, s
     return rc;
 }
 
+Config *config_from_stored(const char *text, const char *path, char *err, size_t errlen) {
+    Config *c = config_new();
+    char name[4200], msg[768];
+    snprintf(name, sizeof name, "%s (attribute 'config')", path);
+    if (config_load_text(c, text, name, msg, sizeof msg) != 0) {
+        set_err(err, errlen, "the stored config does not read with this grpolab: %s", msg);
+        config_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 int config_load_file(Config *c, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) return set_err(err, errlen, "cannot open config '%s': %s", path, strerror(errno));
@@ -732,7 +744,12 @@ int config_diff(const Config *a, const Config *b, const char *const *ignore, int
         char name[128];
         snprintf(name, sizeof name, "%s.%s", k->section, k->key);
         int skip = 0;
-        for (int j = 0; j < n_ignore && !skip; j++) skip = strcmp(ignore[j], name) == 0;
+        for (int j = 0; j < n_ignore && !skip; j++) {
+            size_t ls = strlen(k->section);
+            // "section.*" skips a whole section
+            skip = strcmp(ignore[j], name) == 0 ||
+                   (strncmp(ignore[j], k->section, ls) == 0 && strcmp(ignore[j] + ls, ".*") == 0);
+        }
         if (skip) continue;
         Buf va = {0}, vb = {0};
         format_value(&va, k, &a->val[i]);

@@ -53,6 +53,10 @@ int config_load_file(Config *c, const char *path, char *err, size_t errlen);
 // (NULL: "<config>"). Used for config text stored in HDF5 run logs.
 int config_load_text(Config *c, const char *text, const char *name_for_errors, char *err,
                      size_t errlen);
+// The config stored as text in the file at path (a run log's or a checkpoint's 'config'
+// attribute), as a new Config; NULL and a message ("the stored config does not read with this
+// grpolab: ...") if it does not load. Does not take text.
+Config *config_from_stored(const char *text, const char *path, char *err, size_t errlen);
 // Applies one command-line override "section.key=value". The value is taken verbatim
 // after trimming (no comments); a value wholly in double quotes is unquoted.
 int config_set(Config *c, const char *assignment, char *err, size_t errlen);
@@ -75,7 +79,7 @@ int config_was_set(const Config *c, const char *name);
 char *config_to_ini(const Config *c);
 
 // Compares two configs key by key (their resolved values, as config_to_ini writes them),
-// skipping the "section.key" names in ignore. Returns the number of keys that differ and
+// skipping the "section.key" names in ignore ("section.*" skips a whole section). Returns the number of keys that differ and
 // lists them in out as "section.key = <a> vs <b>; ..." (cut to outlen; out may be NULL).
 int config_diff(const Config *a, const Config *b, const char *const *ignore, int n_ignore,
                 char *out, size_t outlen);

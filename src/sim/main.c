@@ -52,11 +52,16 @@ static const CliOption config_opts[] = {
     {"against", "RUN.h5", "instead of printing, compare with the config stored in a train run log: "
                           "exit 0 if the same, 1 (listing the keys) if not; run.threads, "
                           "run.backend and run.out are not compared"},
+    {"against-model", "MODEL.h5", "the same for a base model written by `grpolab pretrain`, on "
+                                  "the keys pretraining reads ([train], [eval], [objective], "
+                                  "run.threads, run.backend, run.out, pretrain.out and "
+                                  "pretrain.log_every are not compared)"},
 };
 static const CliSpec config_spec = {
     "config", "Print a resolved config, or the list of config keys.",
-    "(--print FILE [--set SECTION.KEY=VALUE]... [--against RUN.h5] | --set ... | --keys)",
-    config_opts, 4, 0, NULL};
+    "(--print FILE [--set SECTION.KEY=VALUE]... [--against RUN.h5 | --against-model MODEL.h5] | "
+    "--set ... | --keys)",
+    config_opts, 5, 0, NULL};
 
 static int cmd_config(int argc, char **argv) {
     CliArgs a;
@@ -81,9 +86,16 @@ static int cmd_config(int argc, char **argv) {
         return 2;
     }
     const char *run = cli_get(&config_spec, &a, "against");
-    if (run) {
+    const char *model = cli_get(&config_spec, &a, "against-model");
+    if (run && model) {
+        fprintf(stderr, "grpolab config: error: --against and --against-model: give one of them\n");
+        config_free(c);
+        return 2;
+    }
+    if (run || model) {
         char msg[1024];
-        int same = train_compare_run_config(run, c, 0, msg, sizeof msg);
+        int same = run ? train_compare_run_config(run, c, 0, msg, sizeof msg)
+                       : pretrain_compare_model_config(model, c, msg, sizeof msg);
         config_free(c);
         if (same < 0) {
             fprintf(stderr, "grpolab: error: %s\n", msg);
@@ -93,7 +105,7 @@ static int cmd_config(int argc, char **argv) {
             printf("%s\n", msg);
             return 1;
         }
-        printf("%s was trained with this config\n", run);
+        printf("%s was %s with this config\n", run ? run : model, run ? "trained" : "pretrained");
         return 0;
     }
     char *text = config_to_ini(c);

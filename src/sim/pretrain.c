@@ -19,6 +19,36 @@ static float lr_at(int s, int steps, float lr, int warmup, float min_frac) {
     return lr * (min_frac + (1.0f - min_frac) * 0.5f * (1.0f + cosf(3.14159265f * progress)));
 }
 
+int pretrain_compare_model_config(const char *model_path, const Config *now, char *msg,
+                                  size_t msglen) {
+    char err[768];
+    char *text = NULL;
+    if (checkpoint_read_meta(model_path, NULL, NULL, NULL, &text, NULL, NULL, err, sizeof err) != 0) {
+        set_err(msg, msglen, "%s", err);
+        return -1;
+    }
+    if (!text) {
+        set_err(msg, msglen, "%s: no stored config (attribute 'config'): not written by grpolab "
+                "pretrain?", model_path);
+        return -1;
+    }
+    Config *then = config_from_stored(text, model_path, msg, msglen);
+    free(text);
+    if (!then) return -1;
+    // what RL and evaluation read, and keys that do not change the weights
+    const char *ignore[] = {"train.*", "eval.*", "objective.*", "run.threads", "run.backend",
+                            "run.out", "pretrain.out", "pretrain.log_every"};
+    char diff[600];
+    int n = config_diff(then, now, ignore, (int)(sizeof ignore / sizeof *ignore), diff, sizeof diff);
+    config_free(then);
+    if (n > 0) {
+        set_err(msg, msglen, "%s was pretrained with another config (%d key%s differ%s, stored vs "
+                "now): %s", model_path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
+        return 1;
+    }
+    return 0;
+}
+
 int pretrain_run(const Config *cfg, const char *backend_override, const char *out_path,
                  const char *init_path, PretrainStats *stats) {
     char err[1024];

@@ -15,4 +15,12 @@ typedef struct {
 int pretrain_run(const Config *cfg, const char *backend_override, const char *out_path,
                  const char *init_path, PretrainStats *stats);
 
+// Compares the config stored in a base model written by pretrain_run (model_path) with now,
+// on the keys that decide what pretraining computes: [train], [eval], [objective],
+// run.threads, run.backend, run.out, pretrain.out and pretrain.log_every are not compared.
+// Returns 0 if the same, 1 if not (msg lists the keys, stored vs now), -1 if model_path
+// cannot be read or holds no config (msg says why).
+int pretrain_compare_model_config(const char *model_path, const Config *now, char *msg,
+                                  size_t msglen);
+
 #endif

@@ -518,17 +518,12 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
         set_err(msg, msglen, "%s: no stored config (attribute 'config'): %s", run_path, err);
         return -1;
     }
-    Config *then = config_new();
-    char name[4200];
-    snprintf(name, sizeof name, "%s (attribute 'config')", run_path);
-    if (config_load_text(then, text, name, err, sizeof err) != 0) {
-        set_err(msg, msglen, "the stored config does not read with this grpolab: %s", err);
-        free(text);
+    Config *then = config_from_stored(text, run_path, msg, msglen);
+    free(text);
+    if (!then) {
         free(then_fp);
-        config_free(then);
         return -1;
     }
-    free(text);
     // keys that do not change what a run computes (threads, backend choice, output path);
     // train.steps may grow when a run is resumed to go on for longer
     const char *ignore[] = {"run.threads", "run.backend", "run.out", "train.steps"};
