@@ -209,6 +209,21 @@ static int count_rows(const char *path) {
     return n;
 }
 
+// The whole of a small text file, malloc'd (fails the test if it cannot be read).
+static char *read_text(const char *path) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) fail_msg("cannot open %s", path);
+    size_t cap = 1 << 16, n = 0;
+    char *t = malloc(cap);
+    size_t k;
+    while (t && (k = fread(t + n, 1, cap - 1 - n, fp)) > 0)
+        if ((n += k) + 1 == cap) t = realloc(t, cap *= 2);
+    fclose(fp);
+    assert_non_null(t);
+    t[n] = 0;
+    return t;
+}
+
 static int have_gnuplot(void) {
     const char *gp = getenv("GNUPLOT");
     char cmd[512];
@@ -345,6 +360,21 @@ static void test_fig5_data_and_png(void **state) {
         printf("  fig5.png: %lld bytes\n", (long long)st.st_size);
         assert_true(st.st_size > 10000);
         assert_int_equal(stat(tmp_path("fig5.gp"), &st), 0);
+        // the flat panels (score 0.375 and correct length 30 at every evaluation) get a y range
+        // of their own, so gnuplot does not warn of an empty one; the others autoscale
+        char *gp_text = read_text(tmp_path("fig5.gp"));
+        assert_non_null(strstr(gp_text, "set title 'Average benchmark score'\nset ylabel 'accuracy'\nset yrange [0:1]\n"));
+        assert_non_null(strstr(gp_text, "set ylabel 'tokens'\nset yrange [29:31]\n"));
+        assert_non_null(strstr(gp_text, "set title 'Eval length, incorrect responses'\nset ylabel 'tokens'\nset autoscale y\n"));
+        free(gp_text);
+        char cmd[1200], out[4096];
+        snprintf(cmd, sizeof cmd, "cd %s && gnuplot fig5.gp 2>&1", tmp_path(""));
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        assert_int_equal(pclose(p), 0);
+        if (strstr(out, "empty")) fail_msg("gnuplot warns: %s", out);
     }
     // smoothing: EMA 0.5 of 0.2 + 0.002 s at step 1 of seed 1 = 0.201
     o.smooth = 0.5;

@@ -55,23 +55,31 @@ FILE *figure_data(const Figure *f, const char *name, char *path, size_t pathlen,
     return fp;
 }
 
-int figure_column_has_data(const char *path, int col) {
+int figure_column_range(const char *path, int col, double *lo, double *hi) {
     FILE *fp = fopen(path, "r");
     if (!fp) return 0;
     char line[4096];
-    int found = 0;
-    while (!found && fgets(line, sizeof line, fp)) {
+    int n = 0;
+    while (fgets(line, sizeof line, fp)) {
         if (line[0] == '#') continue;
         char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
         for (int c = 1; tok && c < col; c++) tok = strtok_r(NULL, " \t\n", &save);
         if (tok) {
             char *end;
             double v = strtod(tok, &end);
-            found = end != tok && isfinite(v);
+            if (end != tok && isfinite(v)) {
+                if (lo && v < *lo) *lo = v;
+                if (hi && v > *hi) *hi = v;
+                n++;
+            }
         }
     }
     fclose(fp);
-    return found;
+    return n;
+}
+
+int figure_column_has_data(const char *path, int col) {
+    return figure_column_range(path, col, NULL, NULL) > 0;
 }
 
 void gp_escape(char *dst, size_t dstlen, const char *src) {

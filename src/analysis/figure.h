@@ -40,6 +40,11 @@ int figure_render(const Figure *f, const char *body, char *err, size_t errlen);
 // 1 if column col (1-based) of the data file at path holds at least one finite number.
 int figure_column_has_data(const char *path, int col);
 
+// The number of finite numbers in column col (1-based) of the data file at path (0 if it
+// cannot be read). *lo is lowered to their minimum and *hi raised to their maximum (either
+// may be NULL; start them at INFINITY and -INFINITY, and pass them on to cover several files).
+int figure_column_range(const char *path, int col, double *lo, double *hi);
+
 // Text safe inside a gnuplot double-quoted string in enhanced mode: drops '"', '\' and
 // newlines, and makes _ ^ { } @ & ~ literal ("\\_").
 void gp_escape(char *dst, size_t dstlen, const char *src);

@@ -149,19 +149,31 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
         "set multiplot layout 1,5 title \"%s\" font ',11'\n", esc);
     static const struct {
         const char *title, *ylabel, *file;
-        int col;
-    } P[] = {{"Training reward", "reward", "train", 2},
-             {"Training output length", "tokens", "train", 5},
-             {"Eval length, correct responses", "tokens", "eval", 5},
-             {"Eval length, incorrect responses", "tokens", "eval", 8},
-             {"Average benchmark score", "accuracy", "eval", 2}};
+        int col, unit_range;  // unit_range: the values lie in [0, 1]
+    } P[] = {{"Training reward", "reward", "train", 2, 1},
+             {"Training output length", "tokens", "train", 5, 0},
+             {"Eval length, correct responses", "tokens", "eval", 5, 0},
+             {"Eval length, incorrect responses", "tokens", "eval", 8, 0},
+             {"Average benchmark score", "accuracy", "eval", 2, 1}};
     for (int p = 0; p < 5; p++) {
         OUT("set title '%s'\nset ylabel '%s'\n", P[p].title, P[p].ylabel);
         int any = 0;
+        double lo = INFINITY, hi = -INFINITY;  // over the curves and their bands
         for (int g = 0; g < ng; g++) {
             char d[1300];
             snprintf(d, sizeof d, "%s/%s_%s.dat", fig.data_dir, P[p].file, names[g]);
             any |= figure_column_has_data(d, P[p].col);
+            for (int c = P[p].col; c <= P[p].col + 2; c++) figure_column_range(d, c, &lo, &hi);
+        }
+        // a flat panel (say a score of 0 throughout a short run) gets a range of its own, where
+        // gnuplot would warn of an empty y range; reward and accuracy keep to [0, 1]
+        if (any && hi - lo == 0.0) {
+            if (P[p].unit_range && lo >= 0.0 && lo <= 1.0)
+                OUT("set yrange [0:1]\n");
+            else
+                OUT("set yrange [%.17g:%.17g]\n", lo - 1.0, lo + 1.0);
+        } else {
+            OUT("set autoscale y\n");
         }
         if (!any) {  // e.g. no correct response in any evaluation yet
             OUT("set label 1 'no data in these runs' at graph 0.5,0.5 center\nset key off\nplot [0:1][0:1] NaN notitle\nset key on\n"
