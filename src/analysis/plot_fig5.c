@@ -162,8 +162,8 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
         for (int g = 0; g < ng; g++) {
             char d[1300];
             snprintf(d, sizeof d, "%s/%s_%s.dat", fig.data_dir, P[p].file, names[g]);
-            any |= figure_column_has_data(d, P[p].col);
-            for (int c = P[p].col; c <= P[p].col + 2; c++) figure_column_range(d, c, &lo, &hi);
+            any |= figure_column_range(d, P[p].col, &lo, &hi) > 0;
+            for (int c = P[p].col + 1; c <= P[p].col + 2; c++) figure_column_range(d, c, &lo, &hi);
         }
         // a flat panel (say a score of 0 throughout a short run) gets a range of its own, where
         // gnuplot would warn of an empty y range; reward and accuracy keep to [0, 1]

@@ -744,8 +744,8 @@ int config_diff(const Config *a, const Config *b, const char *const *ignore, int
         char name[128];
         snprintf(name, sizeof name, "%s.%s", k->section, k->key);
         int skip = 0;
+        size_t ls = strlen(k->section);
         for (int j = 0; j < n_ignore && !skip; j++) {
-            size_t ls = strlen(k->section);
             // "section.*" skips a whole section
             skip = strcmp(ignore[j], name) == 0 ||
                    (strncmp(ignore[j], k->section, ls) == 0 && strcmp(ignore[j] + ls, ".*") == 0);

@@ -79,8 +79,9 @@ int config_was_set(const Config *c, const char *name);
 char *config_to_ini(const Config *c);
 
 // Compares two configs key by key (their resolved values, as config_to_ini writes them),
-// skipping the "section.key" names in ignore ("section.*" skips a whole section). Returns the number of keys that differ and
-// lists them in out as "section.key = <a> vs <b>; ..." (cut to outlen; out may be NULL).
+// skipping the "section.key" names in ignore ("section.*" skips a whole section). Returns
+// the number of keys that differ and lists them in out as "section.key = <a> vs <b>; ..."
+// (cut to outlen; out may be NULL).
 int config_diff(const Config *a, const Config *b, const char *const *ignore, int n_ignore,
                 char *out, size_t outlen);
 

@@ -21,12 +21,9 @@ static float lr_at(int s, int steps, float lr, int warmup, float min_frac) {
 
 int pretrain_compare_model_config(const char *model_path, const Config *now, char *msg,
                                   size_t msglen) {
-    char err[768];
     char *text = NULL;
-    if (checkpoint_read_meta(model_path, NULL, NULL, NULL, &text, NULL, NULL, err, sizeof err) != 0) {
-        set_err(msg, msglen, "%s", err);
+    if (checkpoint_read_meta(model_path, NULL, NULL, NULL, &text, NULL, NULL, msg, msglen) != 0)
         return -1;
-    }
     if (!text) {
         set_err(msg, msglen, "%s: no stored config (attribute 'config'): not written by grpolab "
                 "pretrain?", model_path);
