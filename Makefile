@@ -49,7 +49,7 @@ LIB_OBJ += $(BUILD)/src/kernels/cuda_ops.o
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 
-.PHONY: all deps probe test test-asan bench clean gpu-check reproduce-fig5
+.PHONY: all deps probe test test-asan bench clean gpu-check gpu-bundle reproduce-fig5
 
 all: deps probe $(BUILD)/grpolab
 
@@ -117,6 +117,11 @@ bench: all
 # Everything that needs a GPU (docs/benchmarks.md); run on a GPU machine.
 gpu-check:
 	@scripts/gpu-check.sh
+
+# gpu-check's binaries built here and packed for a GPU machine without the Debian packages
+# (scripts/gpu-bundle.sh says how to run them there).
+gpu-bundle: deps
+	@scripts/gpu-bundle.sh
 
 # Fig. 5 of the paper from a fresh clone (scripts/reproduce-fig5.sh): SEEDS=N seeds per
 # objective (default 1), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto,
