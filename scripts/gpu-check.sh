@@ -131,18 +131,22 @@ EOF
   else echo "not compared (neither python3 with h5py nor h5diff here)"; fi
 }
 
-rl_run() {  # backend, out -> the run's output
-  timeout 150 $B train --config experiments/fig5/grpo.ini --backend "$1" --set train.init="$BASE" \
-    --set train.steps="$STEPS" --set train.eval_every="$STEPS" --set train.checkpoint_every=0 \
-    --overwrite --out "$2" 2>&1
+rl_run() {  # time limit (s), backend, out, steps, eval_every, further options... -> the run's output
+  local limit=$1 be=$2 out=$3 steps=$4 ev=$5; shift 5
+  timeout "$limit" $B train --config experiments/fig5/grpo.ini --backend "$be" --set train.init="$BASE" \
+    --set train.steps="$steps" --set train.eval_every="$ev" --set train.checkpoint_every=0 "$@" \
+    --overwrite --out "$out" 2>&1
+}
+throughput() {  # a run's output -> its closing throughput figures
+  sed -n 's/^train: [0-9]* steps: rollout \([0-9]*\) tokens\/s, update \([0-9]*\) tokens\/s.*, \([0-9.]*\) s\/step/rollout \1 tok\/s, update \2 tok\/s, \3 s\/step/p' <<<"$1"
 }
 if [ -f "$BASE" ]; then
   for r in a b; do
     echo "== RL run $r: experiments/fig5/grpo.ini on $RLB, $STEPS steps from $BASE (eval at 0 and $STEPS)"
-    t0=$(date +%s); out=$(rl_run "$RLB" build/gpu-check-rl-$r.h5); echo "$out"
+    t0=$(date +%s); out=$(rl_run 150 "$RLB" build/gpu-check-rl-$r.h5 "$STEPS" "$STEPS"); echo "$out"
     secs=$(( $(date +%s) - t0 ))
     fin_line=$(echo "$out" | grep -c '^train: [0-9]* steps')
-    thr=$(echo "$out" | sed -n 's/^train: [0-9]* steps: rollout \([0-9]*\) tokens\/s, update \([0-9]*\) tokens\/s.*, \([0-9.]*\) s\/step/rollout \1 tok\/s, update \2 tok\/s, \3 s\/step/p')
+    thr=$(throughput "$out")
     fin=$(echo "$out" | grep '^train step' | tail -1 | awk '{print "reward", $5, "len", $7}')
     ev=$(echo "$out" | grep '^train: eval at step' | tail -1 | awk '{print "eval score", $7}')
     row "$RLB RL run $r ($STEPS steps, fig5 grpo)" "$([ "$fin_line" = 1 ] && echo ok || echo FAIL)" "$secs s in all (2 evals); $thr; last step $fin; $ev"
@@ -152,10 +156,8 @@ if [ -f "$BASE" ]; then
   # 2 threads: on the H200 machine's 16 vCPUs all 16 took 96 s for one step (2026-12-04,
   # docs/benchmarks.md), against ~4 s on 2 cores of the development machines
   echo "== RL run on the CPU backend (2 threads), 3 steps, no eval"
-  out=$(timeout 120 $B train --config experiments/fig5/grpo.ini --backend cpu --set train.init="$BASE" \
-        --set run.threads=2 --set train.steps=3 --set train.eval_every=0 --set train.checkpoint_every=0 \
-        --overwrite --out build/gpu-check-rl-cpu.h5 2>&1); echo "$out"
-  thr=$(echo "$out" | sed -n 's/^train: [0-9]* steps: rollout \([0-9]*\) tokens\/s, update \([0-9]*\) tokens\/s.*, \([0-9.]*\) s\/step/rollout \1 tok\/s, update \2 tok\/s, \3 s\/step/p')
+  out=$(rl_run 120 cpu build/gpu-check-rl-cpu.h5 3 0 --set run.threads=2); echo "$out"
+  thr=$(throughput "$out")
   row "CPU RL run (2 threads, 3 steps)" "$([ -n "$thr" ] && echo ok || echo FAIL)" "$thr"
 else
   row "GPU RL run" "n/a" "no base model $BASE (pretrain it first)"
