@@ -23,8 +23,6 @@ T0=$(date +%s)
 PRE=${GPU_CHECK_PREBUILT:-}
 if [ -n "$PRE" ]; then
   B=$PRE/grpolab TESTS=$PRE/tests BASE=$PRE/base.h5
-  # the bundle's libraries only where the machine has none of that name
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu:$PWD/$PRE/lib"
 else
   B=build/grpolab TESTS=build/tests BASE=data/models/base.h5
 fi
@@ -41,16 +39,10 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 
 if [ -n "$PRE" ]; then
   echo "== prebuilt binaries in $PRE (make gpu-bundle)"
-  # CUDA's libraries come from the machine: /usr/local/cuda/lib64, else wherever one is found
-  for so in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
-    if ldd "$B" 2>/dev/null | grep -q "$so => not found"; then
-      d=$(find /usr /opt -name "$so" 2>/dev/null | head -1)
-      [ -n "$d" ] && { echo "$so from $(dirname "$d")"; export LD_LIBRARY_PATH="$(dirname "$d"):$LD_LIBRARY_PATH"; }
-    fi
-  done
-  missing=$(ldd "$B" $TESTS/* 2>/dev/null | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
+  # the bundle's libraries where the machine has none of that name; CUDA's from the machine
+  . scripts/gpu-env.sh
   if [ ! -x "$B" ]; then row "build" "FAIL" "$B missing"
-  elif [ -n "$missing" ]; then row "build" "FAIL" "prebuilt; libraries not found: $missing"
+  elif [ -n "$GPU_ENV_MISSING" ]; then row "build" "FAIL" "prebuilt; libraries not found: $GPU_ENV_MISSING"
   else row "build" "ok" "prebuilt by make gpu-bundle"; fi
 else
   echo "== build (CUDA)"
