@@ -10,7 +10,8 @@
 # cores; files under data/*/quick and plots/quick), BACKEND=auto|cpu|cuda (default auto),
 # GRPOLAB=path of the binary, JOBS=N (default 1): train N runs at a time, each on nproc/N
 # threads (run.threads) with its output in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both
-# cores busy during the evaluations too.
+# cores busy during the evaluations too. On a GPU keep JOBS=1: on an H200 two runs side by
+# side took 0.5-0.6 s per step each, one alone 0.2 s (docs/results.md).
 # A base model that exists is kept if it was pretrained with the config it would be pretrained
 # with now (`grpolab config --against-model`); if not, the script stops and lists the keys.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
