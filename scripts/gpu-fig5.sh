@@ -13,8 +13,9 @@
 # (default 6), as long as GPU_FIG5_SECONDS (default 540) since the start leave time for one
 # more pair at the pace of the last one; no pair is started that would end past it.
 # After each pair its two run logs without their /tokens table (too large to bring back;
-# the length-bias figure needs it) and their output go into $OUT/pair_sSEED.tar, and the
-# whole output into $OUT/gpu-fig5.log. The figures need gnuplot, which such a machine may
+# the length-bias figure needs it) go into $OUT/pair_sSEED.tar, and the whole output,
+# the runs' included, into $OUT/gpu-fig5.log. GPU_CHECK_PREBUILT=DIR names the unpacked
+# bundle as for gpu-check (default build-gpu/bundle). The figures need gnuplot, which such a machine may
 # lack: then the summary is printed without them and the runs are drawn where it is.
 # GPU_FIG5_BACKEND=cpu with QUICK=1 (reproduce-fig5's smoke version) tries the script here.
 set -uo pipefail
