@@ -13,7 +13,7 @@
 # (default 6), as long as GPU_FIG5_SECONDS (default 540) since the start leave time for one
 # more pair at the pace of the last one; no pair is started that would end past it.
 # After each pair its two run logs without their /tokens table (too large to bring back;
-# the length-bias figure needs it) go into $OUT/pair_sSEED.tar, and the whole output,
+# the length-bias figure then draws the closed form of the weights, not the measured ones) go into $OUT/pair_sSEED.tar, and the whole output,
 # the runs' included, into $OUT/gpu-fig5.log. GPU_CHECK_PREBUILT=DIR names the unpacked
 # bundle as for gpu-check (default build-gpu/bundle). The figures need gnuplot, which such a machine may
 # lack: then the summary is printed without them and the runs are drawn where it is.

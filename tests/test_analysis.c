@@ -118,7 +118,8 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
     assert_int_equal(runlog_add_table(rl, "questions", Q, NQ, 0, 0, err, sizeof err), 0);
     int nr = drop_column == 2 ? NR - 3 : NR;  // 2: /responses without the behaviour flags
     assert_int_equal(runlog_add_table(rl, "responses", R, nr, 0, 1, err, sizeof err), 0);
-    assert_int_equal(runlog_add_table(rl, "tokens", T, NT, 0, 1, err, sizeof err), 0);
+    int tokens = drop_column != 3;  // 3: no /tokens table (a log stripped of it to travel)
+    if (tokens) assert_int_equal(runlog_add_table(rl, "tokens", T, NT, 0, 1, err, sizeof err), 0);
     assert_int_equal(runlog_start_swmr(rl, err, sizeof err), 0);
     double f = grpo ? 1.5 : 1.0;
     double loop_slope = grpo ? 0.001 : 0.0;  // loops rise only under GRPO, unless the test says
@@ -159,7 +160,7 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
                 for (int t = 0; t < len; t++) {
                     float w = A / (4.0f * (float)len);
                     const void *tr2[NT] = {&step, &w};
-                    assert_int_equal(runlog_append(rl, "tokens", 1, tr2, err, sizeof err), 0);
+                    if (tokens) assert_int_equal(runlog_append(rl, "tokens", 1, tr2, err, sizeof err), 0);
                     saw += fabsf(w);
                 }
                 tok += len;
@@ -234,6 +235,13 @@ static int have_gnuplot(void) {
 }
 
 #define CLOSE(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
+
+// the file tmp_path(name) exists and has more than `bytes` bytes
+static void assert_written(const char *name, long bytes) {
+    struct stat st;
+    assert_int_equal(stat(tmp_path(name), &st), 0);
+    if (st.st_size <= bytes) fail_msg("%s: %lld bytes, want more than %ld", name, (long long)st.st_size, bytes);
+}
 
 // ---------------------------------------------------------------- tests
 
@@ -414,11 +422,8 @@ static void test_bias_figures_data(void **state) {
     CLOSE(v[1], 40.2, 1e-9);
     CLOSE(v[4], 80.4, 1e-9);
     if (gp) {
-        struct stat st;
-        assert_int_equal(stat(tmp_path("lb.png"), &st), 0);
-        assert_true(st.st_size > 10000);
-        assert_int_equal(stat(tmp_path("lb.svg"), &st), 0);
-        assert_true(st.st_size > 1000);
+        assert_written("lb.png", 10000);
+        assert_written("lb.svg", 1000);
     }
     o.out = tmp_path("db");
     rc = plot_difficulty_bias(runs, 2, &o, err, sizeof err);
@@ -448,6 +453,69 @@ static void test_bias_figures_data(void **state) {
         assert_int_equal(stat(tmp_path("db.png"), &st), 0);
         assert_true(st.st_size > 10000);
     }
+    for (int i = 0; i < 2; i++) run_free(runs[i]);
+}
+
+// Logs without /tokens (scripts/gpu-fig5.sh strips it): the difficulty-bias figure reads
+// /questions only and comes out the same; the length-bias figure keeps the closed form
+// c(|o|)|A| and the lengths, has no measured |w|, and its panel says so. Mixed with a log
+// that has /tokens, the measured |w| comes from that log alone.
+static void test_bias_figures_without_tokens(void **state) {
+    const char *gt = tmp_path("ntg.h5"), *gn = tmp_path("ntg_notok.h5"), *dn = tmp_path("ntd_notok.h5");
+    Synth a = {"grpo", 1, 6, 6, 0, 0}, c = {"dr_grpo", 1, 6, 6, 0, 0};
+    write_log(gt, &a, "train", 0);
+    write_log(gn, &a, "train", 3);
+    write_log(dn, &c, "train", 3);
+    Run *with = load_ok(gt), *runs[2] = {load_ok(gn), load_ok(dn)};
+    char err[2048] = "";
+    assert_int_equal(run_load_responses(runs[0], err, sizeof err), 0);
+    assert_int_equal(runs[0]->has_tokens, 0);
+    assert_int_equal(runs[0]->n_resp, 6 * 8);
+    assert_true(isnan(runs[0]->resp_mean_abs_w[0]));
+    int gp = have_gnuplot();
+    PlotOptions o = {.out = tmp_path("ntdb"), .formats = FMT_PNG};
+    int rc = plot_difficulty_bias(runs, 2, &o, err, sizeof err);
+    if (gp && rc != 0) fail_msg("%s", err);
+    o.out = tmp_path("ntdb_ref");
+    rc = plot_difficulty_bias(&with, 1, &o, err, sizeof err);
+    if (gp && rc != 0) fail_msg("%s", err);
+    char *x = read_text(tmp_path("ntdb_data/difficulty_grpo.dat")), *y = read_text(tmp_path("ntdb_ref_data/difficulty_grpo.dat"));
+    assert_string_equal(x, y);
+    free(x), free(y);
+    o.out = tmp_path("ntlb");
+    rc = plot_length_bias(runs, 2, &o, err, sizeof err);
+    if (gp && rc != 0) fail_msg("%s", err);
+    double v[16];
+    // length 10, correct: no measured |w|, but the 12 responses and their closed form
+    assert_int_equal(read_row(tmp_path("ntlb_data/lenbias_grpo.dat"), 0, v, 16), 7);
+    assert_true(isnan(v[1]));
+    CLOSE(v[2], 12, 0);
+    CLOSE(v[3], (1.0 + 0.5773503) / 2 / 40, 1e-7);
+    read_row(tmp_path("ntlb_data/lengths_grpo.dat"), 2, v, 16);
+    CLOSE(v[4], 80.4, 1e-9);
+    char *gp_text = read_text(tmp_path("ntlb.gp"));
+    assert_non_null(strstr(gp_text, "GRPO: |w| per token (48 responses with A != 0)\\nno /tokens in this log: closed form only"));
+    assert_null(strstr(gp_text, "title 'correct'"));  // no measured points drawn
+    assert_non_null(strstr(gp_text, "title 'c(|o|)|A|, correct'"));
+    free(gp_text);
+    if (gp) {
+        assert_written("ntlb.png", 10000);
+        assert_written("ntdb.png", 10000);
+    }
+    // one log with /tokens and one without, of one objective
+    Run *mixed[2] = {with, runs[0]};
+    o.out = tmp_path("ntmix");
+    rc = plot_length_bias(mixed, 2, &o, err, sizeof err);
+    if (gp && rc != 0) fail_msg("%s", err);
+    read_row(tmp_path("ntmix_data/lenbias_grpo.dat"), 0, v, 16);
+    CLOSE(v[1], (1.0 + 0.5773503) / 2 / 40, 1e-7);  // measured, from the log that has /tokens
+    CLOSE(v[2], 24, 0);
+    CLOSE(v[3], v[1], 1e-7);
+    gp_text = read_text(tmp_path("ntmix.gp"));
+    assert_non_null(strstr(gp_text, "measured |w| from 1 of 2 logs (the others have no /tokens)"));
+    assert_non_null(strstr(gp_text, "title 'correct'"));
+    free(gp_text);
+    run_free(with);
     for (int i = 0; i < 2; i++) run_free(runs[i]);
 }
 
@@ -729,6 +797,7 @@ int main(void) {
         cmocka_unit_test(test_closed_forms),
         cmocka_unit_test(test_fig5_data_and_png),
         cmocka_unit_test(test_bias_figures_data),
+        cmocka_unit_test(test_bias_figures_without_tokens),
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_run_in_progress),

@@ -3,8 +3,9 @@
 // length-bias, data files:
 //   lenbias_<objective>.dat  length_bin_centre  correct: mean_abs_w n c_abs_A
 //                            incorrect: mean_abs_w n c_abs_A
-//     over the responses with a non-zero advantage of all runs of the objective;
-//     mean_abs_w: mean over the responses of their mean per-token |w| (/tokens weight);
+//     over the responses with a non-zero advantage of all runs of the objective (n of them);
+//     mean_abs_w: mean over those of their mean per-token |w| (/tokens weight; NaN where no
+//     run of the bin has /tokens, and over the runs that have it where only some do);
 //     c_abs_A: mean of c(|o_i|) |A_i|, the weight at rho = 1 in closed form, c the
 //     aggregation coefficient (token_mean: 1/(M x mean length), an approximation)
 //   lengths_<objective>.dat  step  len_correct mean lo hi  len_incorrect mean lo hi  n_runs
@@ -53,7 +54,7 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
     if (budget <= 0) budget = 256;
     int bw = budget / 20 > 0 ? budget / 20 : 1, nb = budget / bw + 2;
     double *sw = xcalloc((size_t)nb * 2, sizeof(double)), *sc = xcalloc((size_t)nb * 2, sizeof(double));
-    double *cnt = xcalloc((size_t)nb * 2, sizeof(double));
+    double *cnt = xcalloc((size_t)nb * 2, sizeof(double)), *cw = xcalloc((size_t)nb * 2, sizeof(double));
     *n_points = 0;
     for (int i = 0; i < n; i++) {
         if (group[i] != g) continue;
@@ -63,11 +64,13 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
         mean_len /= r->n_resp > 0 ? (double)r->n_resp : 1;
         for (int64_t j = 0; j < r->n_resp; j++) {
             double A = r->resp_advantage[j], L = r->resp_length[j], w = r->resp_mean_abs_w[j];
-            if (A == 0 || !isfinite(w) || L < 1) continue;
+            // a response whose tokens the log lacks (no /tokens, or rows past its end) has no
+            // measured |w|, and in a log that has /tokens it is left out altogether
+            if (A == 0 || L < 1 || (r->has_tokens && !isfinite(w))) continue;
             int b = (int)((L - 1) / bw);
             if (b >= nb) b = nb - 1;
             int c = r->resp_correct[j] > 0.5 ? 0 : 1;
-            sw[2 * b + c] += w;
+            if (isfinite(w)) sw[2 * b + c] += w, cw[2 * b + c] += 1;
             sc[2 * b + c] += coef_of(r, L, mean_len) * fabs(A);
             cnt[2 * b + c] += 1;
             (*n_points)++;
@@ -77,7 +80,7 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
     snprintf(file, sizeof file, "lenbias_%s.dat", name);
     FILE *fp = figure_data(fig, file, path, sizeof path, err, errlen);
     if (!fp) {
-        free(sw), free(sc), free(cnt);
+        free(sw), free(sc), free(cnt), free(cw);
         return -1;
     }
     fprintf(fp, "# %s: responses with A != 0 binned by length (bin width %d tokens)\n", name, bw);
@@ -87,12 +90,12 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
         if (cnt[2 * b] + cnt[2 * b + 1] == 0) continue;
         fprintf(fp, "%.1f", b * bw + (bw + 1) / 2.0);
         for (int c = 0; c < 2; c++) {
-            double k = cnt[2 * b + c];
-            fprintf(fp, " %.10g %.0f %.10g", k ? sw[2 * b + c] / k : NAN, k, k ? sc[2 * b + c] / k : NAN);
+            double k = cnt[2 * b + c], kw = cw[2 * b + c];
+            fprintf(fp, " %.10g %.0f %.10g", kw ? sw[2 * b + c] / kw : NAN, k, k ? sc[2 * b + c] / k : NAN);
         }
         fprintf(fp, "\n");
     }
-    free(sw), free(sc), free(cnt);
+    free(sw), free(sc), free(cnt), free(cw);
     if (fclose(fp) != 0) return set_err(err, errlen, "cannot write '%s'", path);
     return 0;
 }
@@ -153,19 +156,32 @@ int plot_length_bias(Run *const *runs, int n, const PlotOptions *o, char *err, s
         char d[1300];
         snprintf(d, sizeof d, "%s/lenbias_%s.dat", fig.data_dir, names[g]);
         OUT("set size %g,0.47\nset origin %g,0.48\n", 1.0 / ng, (double)g / ng);
-        OUT("set title '%s: |w| per token (%d responses with A != 0)'\nset xlabel 'response length |o| (tokens)'\n"
+        // logs without /tokens have no measured |w|: the panel says so and draws what it has
+        int runs_g = 0, with_tokens = 0;
+        for (int i = 0; i < n; i++)
+            if (group[i] == g) runs_g++, with_tokens += runs[i]->has_tokens;
+        char tok_note[160] = "";
+        if (with_tokens == 0)
+            snprintf(tok_note, sizeof tok_note, "\\nno /tokens in %s: closed form only, no measured |w|",
+                     runs_g > 1 ? "these logs" : "this log");
+        else if (with_tokens < runs_g)
+            snprintf(tok_note, sizeof tok_note, "\\nmeasured |w| from %d of %d logs (the others have no /tokens)",
+                     with_tokens, runs_g);
+        OUT("set title \"%s: |w| per token (%d responses with A != 0)%s\"\nset xlabel 'response length |o| (tokens)'\n"
             "set ylabel 'mean |w| per token'\nset format y '%%.1e'\n",
-            objective_title(names[g]), npts[g]);
+            objective_title(names[g]), npts[g], tok_note);
         if (npts[g] == 0) {
             OUT("set label 1 'no response with a non-zero advantage' at graph 0.5,0.5 center\n"
                 "plot [0:1][0:1] NaN notitle\nunset label 1\n");
             continue;
         }
-        OUT("plot \"%s\" u 1:2 w p pt 7 ps 0.8 lc rgb '#1f77b4' title 'correct', "
-            "\"%s\" u 1:5 w p pt 5 ps 0.8 lc rgb '#d62728' title 'incorrect', "
-            "\"%s\" u 1:4 w l dt 2 lc rgb '#1f77b4' title 'c(|o|)|A|, correct', "
+        OUT("plot ");
+        if (with_tokens)
+            OUT("\"%s\" u 1:2 w p pt 7 ps 0.8 lc rgb '#1f77b4' title 'correct', "
+                "\"%s\" u 1:5 w p pt 5 ps 0.8 lc rgb '#d62728' title 'incorrect', ", d, d);
+        OUT("\"%s\" u 1:4 w l dt 2 lc rgb '#1f77b4' title 'c(|o|)|A|, correct', "
             "\"%s\" u 1:7 w l dt 2 lc rgb '#d62728' title 'c(|o|)|A|, incorrect'\n",
-            d, d, d, d);
+            d, d);
     }
     OUT("set format y '%%g'\nset size 1,0.46\nset origin 0,0\nset title 'Mean training length of correct "
         "(solid) and incorrect (dashed) responses'\nset xlabel 'policy iteration step'\n"

@@ -198,7 +198,11 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
         for (int k = 0; k < 5; k++) free(R[k]);
         ok = 0;
     }
-    if (ok && read_table(rd, r->path, "tokens", tc, 1, T, &nt, err, errlen) != 0) {
+    // /tokens may be missing as a whole (a log stripped of it to travel, docs/hdf5-schema.md):
+    // then no per-token weights, and has_tokens says so; a /tokens without its weight column
+    // is an error as any other missing column
+    r->has_tokens = runlog_reader_has(rd, "tokens/weight") || runlog_reader_has(rd, "tokens/step");
+    if (ok && r->has_tokens && read_table(rd, r->path, "tokens", tc, 1, T, &nt, err, errlen) != 0) {
         for (int k = 0; k < 5; k++) free(R[k]), free(Q[k]);
         ok = 0;
     }
@@ -223,7 +227,10 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
         for (int64_t t = 0; t < len; t++) s += fabs(T[0][off + t]);
         r->resp_mean_abs_w[i] = s / (double)len;
     }
-    if (bad)
+    if (!r->has_tokens)
+        fprintf(stderr, "grpolab: note: %s has no /tokens table: no per-token weights (the length-bias "
+                "figure draws their closed form only)\n", r->path);
+    else if (bad)
         fprintf(stderr, "grpolab: note: %s: %lld responses point past the end of /tokens (%lld rows): "
                 "left out\n", r->path, (long long)bad, (long long)nt);
     free(R[4]);

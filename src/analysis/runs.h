@@ -3,7 +3,8 @@
 //
 // run_load reads the root attributes (objective knobs, seed, config) and the per-step tables
 // /train and /eval; run_load_responses adds /responses and /tokens (the per-token weights,
-// large: only the length-bias figure needs them) and /questions. A run that is still being
+// large: only the length-bias figure needs them; a log without /tokens loads with
+// has_tokens 0) and /questions. A run that is still being
 // written (SWMR) is read up to its last flushed step; its columns are cut to the shortest.
 //
 // Errors (NULL / -1 with a message that names the file, the table or dataset, and what was
@@ -43,6 +44,7 @@ typedef struct {
     // run_load_responses: /responses with per-response mean |token weight|, and /questions
     int64_t n_resp;
     double *resp_step, *resp_length, *resp_correct, *resp_advantage, *resp_mean_abs_w;
+    int has_tokens;  // 0: the log has no /tokens table, resp_mean_abs_w is all NaN
     int64_t n_quest;
     double *q_step, *q_reward_mean, *q_mean_abs_adv, *q_sum_abs_w, *q_group_size;
 } Run;
