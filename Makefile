@@ -125,13 +125,16 @@ gpu-bundle: deps
 
 # Fig. 5 of the paper from a fresh clone (scripts/reproduce-fig5.sh): SEEDS=N seeds per
 # objective (default 1), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto,
-# JOBS=N runs trained at a time (default 1).
+# JOBS=N runs trained at a time (default 1), SET="key=value ..." with TAG=name an ablation
+# of the RL settings into data/runs/NAME and plots/NAME.
 SEEDS ?= 1
 JOBS ?= 1
 QUICK ?= 0
 BACKEND ?= auto
+SET ?=
+TAG ?=
 reproduce-fig5: all
-	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig5.sh
+	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) SET="$(SET)" TAG="$(TAG)" GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig5.sh
 
 clean:
 	rm -rf build build-asan

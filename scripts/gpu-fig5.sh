@@ -17,6 +17,8 @@
 # the runs' included, into $OUT/gpu-fig5.log. GPU_CHECK_PREBUILT=DIR names the unpacked
 # bundle as for gpu-check (default build-gpu/bundle). The figures need gnuplot, which such a machine may
 # lack: then the summary is printed without them and the runs are drawn where it is.
+# SET and TAG pass through to reproduce-fig5 (an ablation of the RL settings, its runs in
+# data/runs/TAG), e.g. TAG=p64 SET="train.prompts_per_step=64 train.minibatch_size=128".
 # GPU_FIG5_BACKEND=cpu with QUICK=1 (reproduce-fig5's smoke version) tries the script here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,7 @@ PRE=${GPU_CHECK_PREBUILT:-build-gpu/bundle}
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
 BACKEND=${GPU_FIG5_BACKEND:-cuda}   # cpu tries the script on a machine without a GPU
-RUNS=data/runs; [ "${QUICK:-0}" = 1 ] && RUNS=data/runs/quick   # QUICK=1 as in reproduce-fig5
+. scripts/fig5-paths.sh   # RUNS as reproduce-fig5 has it (QUICK, TAG; SET and TAG pass through)
 WANT=${GPU_FIG5_SEEDS:-3}
 MAX=${GPU_FIG5_MAX_SEEDS:-6}
 LIMIT=${GPU_FIG5_SECONDS:-540}
@@ -67,14 +69,17 @@ while [ "$n" -lt "$MAX" ]; do
   say "SEEDS=$n: training the pair of seed $seed"
   SEEDS=$n JOBS=1 BACKEND=$BACKEND GRPOLAB=$PRE/grpolab scripts/reproduce-fig5.sh
   rc=$?
-  ok=1
+  why=""
   for obj in grpo dr_grpo; do
     f=$RUNS/fig5_${obj}_s$seed.h5
-    if "$PRE/grpolab" summary --check "$f" >/dev/null 2>&1; then
-      strip_tokens "$f" "$RUNS/fig5_${obj}_s$seed.notokens.h5" || ok=0
-    else ok=0; fi
+    if ! "$PRE/grpolab" summary --check "$f" >/dev/null 2>&1; then
+      why="$f did not complete (reproduce-fig5 exit $rc)"
+    elif ! strip_tokens "$f" "$RUNS/fig5_${obj}_s$seed.notokens.h5"; then
+      why="$f is complete but its copy without /tokens failed (python3 with h5py is needed)"
+    fi
+    [ -z "$why" ] || break
   done
-  [ "$ok" = 1 ] || { say "the pair of seed $seed did not complete (reproduce-fig5 exit $rc): stopping"; break; }
+  [ -z "$why" ] || { say "the pair of seed $seed: $why: stopping"; break; }
   tar -C "$RUNS" -cf "$OUT/pair_s$seed.tar" "fig5_grpo_s$seed.notokens.h5" "fig5_dr_grpo_s$seed.notokens.h5"
   pair_secs=$(( $(date +%s) - t1 ))
   say "pair of seed $seed: $pair_secs s (reproduce-fig5 exit $rc; 1 when only the figures failed)"

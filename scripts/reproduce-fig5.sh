@@ -8,6 +8,10 @@
 # Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a base model briefly
 # pretrained on level-1 questions, 12 RL steps of 4 level-1 prompts; under 5 minutes on 2
 # cores; files under data/*/quick and plots/quick), BACKEND=auto|cpu|cuda (default auto),
+# SET="key=value ..." (settings on top of both fig5 configs for the RL runs, as `--set`; the
+# base model is not affected) with TAG=name (required with SET: the runs go to
+# data/runs/NAME and the figures to plots/NAME, so that they do not mix with the default
+# runs; scripts/fig5-paths.sh),
 # GRPOLAB=path of the binary, JOBS=N (default 1): train N runs at a time, each on nproc/N
 # threads (run.threads) with its output in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both
 # cores busy during the evaluations too. On a GPU keep JOBS=1: on an H200 two runs side by
@@ -36,13 +40,15 @@ if [ "$QUICK" != 0 ] && [ "$QUICK" != 1 ]; then
   echo "reproduce-fig5: QUICK='$QUICK': expected 0 or 1" >&2; exit 2
 fi
 [ -x "$BIN" ] || { echo "reproduce-fig5: $BIN not found: run make first" >&2; exit 2; }
+SET=${SET:-}
+if [ -n "$SET" ] && [ -z "${TAG:-}" ]; then
+  echo "reproduce-fig5: SET='$SET' changes the runs: give TAG=name too (its runs go to data/runs/NAME, its figures to plots/NAME)" >&2; exit 2
+fi
+. scripts/fig5-paths.sh
 
 PRETRAIN_SET=()
 TRAIN_SET=()
 if [ "$QUICK" = 1 ]; then
-  BASE=data/models/quick/base.h5
-  RUNS=data/runs/quick
-  PLOTS=plots/quick
   # the smoke version: the same configs, cut down (docs/results.md). Its base model sees only
   # level-1 questions (one operation), which 900 steps teach well enough to answer about one
   # in six of them at temperature 1 (levels 2-5 take the full pretraining), and RL trains on
@@ -54,10 +60,16 @@ if [ "$QUICK" = 1 ]; then
   TRAIN_SET=(--set train.steps=12 --set train.prompts_per_step=4 --set train.minibatch_size=16
              --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8
              "${LEVELS[@]//corpus./train.}")
-else
-  BASE=data/models/base.h5
-  RUNS=data/runs
-  PLOTS=plots
+fi
+# SET's settings come last, so they override the smoke version's; each is checked against
+# the configs before anything runs (grpolab names the key and value it refuses)
+read -r -a SET_WORDS <<< "$SET"
+for kv in "${SET_WORDS[@]}"; do TRAIN_SET+=(--set "$kv"); done
+if [ ${#SET_WORDS[@]} -gt 0 ]; then
+  for obj in grpo dr_grpo; do
+    "$BIN" config --print "experiments/fig5/$obj.ini" "${TRAIN_SET[@]}" > /dev/null ||
+      { echo "reproduce-fig5: SET='$SET' is refused for experiments/fig5/$obj.ini (above)" >&2; exit 2; }
+  done
 fi
 mkdir -p "$(dirname "$BASE")" "$RUNS" "$PLOTS"
 t0=$(date +%s)
