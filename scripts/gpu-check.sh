@@ -46,7 +46,7 @@ if [ -n "$PRE" ]; then
   else row "build" "ok" "prebuilt by make gpu-bundle"; fi
 else
   echo "== build (CUDA)"
-  if make -j"$(nproc)" all && make -s $TESTS/test_cuda_parity $TESTS/test_cuda_model $TESTS/test_cuda_train; then
+  if make -j"$(nproc)" all && make -s $(basename -s .c tests/test_cuda_*.c | sed "s|^|$TESTS/|"); then
     row "build" "ok" "make all (nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
   else row "build" "FAIL" "make failed"; fi
 fi
