@@ -12,13 +12,15 @@
 # GPU_FIG5_SEEDS (default 3) pairs are trained, and further ones up to GPU_FIG5_MAX_SEEDS
 # (default 6), as long as GPU_FIG5_SECONDS (default 540) since the start leave time for one
 # more pair at the pace of the last one; no pair is started that would end past it.
-# After each pair its two run logs without their /tokens table (too large to bring back;
-# the length-bias figure then draws the closed form of the weights, not the measured ones) go into $OUT/pair_sSEED.tar, and the whole output,
-# the runs' included, into $OUT/gpu-fig5.log. GPU_CHECK_PREBUILT=DIR names the unpacked
+# After each pair its two run logs without their /tokens table (`grpolab strip`; /tokens is
+# too large to bring back, and the length-bias figure then draws the closed form of the
+# weights, not the measured ones) go into $OUT/pair_sSEED.tar, and the whole output, the
+# runs' included, into $OUT/gpu-fig5.log. GPU_CHECK_PREBUILT=DIR names the unpacked
 # bundle as for gpu-check (default build-gpu/bundle). The figures need gnuplot, which such a machine may
 # lack: then the summary is printed without them and the runs are drawn where it is.
 # SET and TAG pass through to reproduce-fig5 (an ablation of the RL settings, its runs in
-# data/runs/TAG), e.g. TAG=p64 SET="train.prompts_per_step=64 train.minibatch_size=128".
+# data/runs/TAG), e.g. TAG=p64 SET="train.prompts_per_step=64 train.minibatch_size=128"
+# (three pairs in 566 s on an H200; docs/results.md).
 # GPU_FIG5_BACKEND=cpu with QUICK=1 (reproduce-fig5's smoke version) tries the script here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,18 +46,8 @@ for v in WANT MAX LIMIT; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-fig5: $v='${!v}': expected a positive integer" >&2; exit 2; }
 done
 
-# a run log without /tokens (h5py, which the GPU machine's python3 has)
-strip_tokens() {
-  python3 - "$1" "$2" <<'EOF'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "w") as b:
-    for k, v in a.attrs.items():
-        b.attrs[k] = v
-    for k in a:
-        if k != "tokens":
-            a.copy(k, b)
-EOF
-}
+# a run log without /tokens (`grpolab strip`: the bundle's own HDF5, no python needed)
+strip_tokens() { "$PRE/grpolab" strip "$1" -o "$2" --overwrite >/dev/null; }
 
 pair_secs=0
 n=0
@@ -75,7 +67,7 @@ while [ "$n" -lt "$MAX" ]; do
     if ! "$PRE/grpolab" summary --check "$f" >/dev/null 2>&1; then
       why="$f did not complete (reproduce-fig5 exit $rc)"
     elif ! strip_tokens "$f" "$RUNS/fig5_${obj}_s$seed.notokens.h5"; then
-      why="$f is complete but its copy without /tokens failed (python3 with h5py is needed)"
+      why="$f is complete but its copy without /tokens failed (grpolab strip, above)"
     fi
     [ -z "$why" ] || break
   done

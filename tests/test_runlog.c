@@ -1,7 +1,8 @@
 // test_runlog.c: the HDF5 run log: exact round trips of every column type across buffered and
 // direct writes, SWMR reading while a writer runs (in another process), resume (also after a
 // writer was killed) giving the same file as a straight run, a clear error for every broken
-// file and misuse, and the append speed.
+// file and misuse, copies without a table (also of a log still being written), and the
+// append speed.
 #include <dirent.h>
 #include <signal.h>
 #include <string.h>
@@ -797,6 +798,182 @@ static void test_append_speed(void **state) {
     free(w);
 }
 
+// ---------------------------------------------------------------- copy without a table
+// No leftover "<dst>.tmp-PID" file in the test directory.
+static void assert_no_tmp_files(void) {
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp-")) fail_msg("leftover temporary file %s/%s", g_dir, e->d_name);
+    closedir(d);
+}
+
+static void assert_column_equal(const char *a, const char *b, const char *name) {
+    RunLogReader *ra = reader_ok(a), *rb = reader_ok(b);
+    int64_t na, nb;
+    double *va = read_col(ra, name, &na), *vb = read_col(rb, name, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(va, vb, (size_t)na * sizeof *va);
+    free(va);
+    free(vb);
+    runlog_reader_close(ra);
+    runlog_reader_close(rb);
+}
+
+static char *attr_ok(const char *path, const char *name) {
+    RunLogReader *rd = reader_ok(path);
+    char err[512] = "";
+    char *v = runlog_read_attr_str(rd, name, err, sizeof err);
+    if (!v) fail_msg("%s", err);
+    runlog_reader_close(rd);
+    return v;
+}
+
+static void test_copy(void **state) {
+    // own copies: tmp_path's buffers are reused after eight calls
+    char src[256], dst[256], dst2[256], other[256], missing[256], nodir[256], text[256];
+    snprintf(src, sizeof src, "%s", tmp_path("copy-src.h5"));
+    snprintf(dst, sizeof dst, "%s", tmp_path("copy-dst.h5"));
+    snprintf(dst2, sizeof dst2, "%s", tmp_path("copy-dst2.h5"));
+    snprintf(other, sizeof other, "%s", tmp_path("copy-x.h5"));
+    snprintf(missing, sizeof missing, "%s", tmp_path("no-such.h5"));
+    snprintf(nodir, sizeof nodir, "%s", tmp_path("no-dir/x.h5"));
+    snprintf(text, sizeof text, "%s", tmp_path("copy-text.h5"));
+    char err[512] = "";
+    RunLog *rl = create_ok(src, 16);
+    assert_int_equal(runlog_set_attr_str(rl, "config", "[run]\nseed = 7\n", err, sizeof err), 0);
+    assert_int_equal(runlog_set_attr_i64(rl, "seed", -1234567890123LL, err, sizeof err), 0);
+    assert_int_equal(runlog_set_attr_f64(rl, "lr", 1.0 / 3.0, err, sizeof err), 0);
+    start_ok(rl);
+    write_steps_ok(rl, 0, 10, 0);
+    close_ok(rl);
+
+    const char *tokens[] = {"tokens"};
+    if (runlog_copy(src, dst, tokens, 1, 0, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_no_open_h5_ids();
+    assert_no_tmp_files();
+    RunLogReader *rd = reader_ok(dst);  // a run log like any other
+    assert_true(runlog_reader_has(rd, "train/step"));
+    assert_false(runlog_reader_has(rd, "tokens/weight"));
+    runlog_reader_close(rd);
+    assert_column_equal(src, dst, "train/step");
+    assert_column_equal(src, dst, "train/reward_mean");
+    const char *attrs[] = {"format", "format_version", "grpolab_version", "config", "seed", "lr"};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        char *a = attr_ok(src, attrs[i]), *b = attr_ok(dst, attrs[i]);
+        printf("  attribute %-16s %s\n", attrs[i], b ? b : "(missing)");
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    }
+    char *da = dataset_doc(src, "/train/reward_mean"), *db = dataset_doc(dst, "/train/reward_mean");
+    assert_string_equal(da, db);
+    free(da);
+    free(db);
+
+    // leaving out another table keeps the compressed one as it was (filters too)
+    const char *train[] = {"train"};
+    if (runlog_copy(src, dst2, train, 1, 0, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_column_equal(src, dst2, "tokens/weight");
+    assert_column_equal(src, dst2, "tokens/old_logp");
+    assert_int_equal(dataset_nfilters(dst2, "/tokens/weight"), dataset_nfilters(src, "/tokens/weight"));
+
+    // errors: each leaves dst as it was and no temporary file behind
+    struct {
+        const char *src, *dst, *drop;
+        int overwrite;
+        const char *want;
+    } bad[] = {
+        {src, dst, "tokens", 0, "already exists"},
+        {src, src, "tokens", 1, "onto itself"},
+        {src, other, "nope", 0, "has no table '/nope' to leave out (tables: tokens, train)"},
+        {dst, other, "tokens", 0, "has no table '/tokens'"},
+        {missing, other, "tokens", 0, "file does not exist"},
+        {src, nodir, "tokens", 0, "does not exist (create it first)"},
+        {src, g_dir, "tokens", 1, "it is a directory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *drop[] = {bad[i].drop};
+        err[0] = '\0';
+        assert_int_equal(runlog_copy(bad[i].src, bad[i].dst, drop, 1, bad[i].overwrite, err, sizeof err), -1);
+        printf("  %s\n", err);
+        assert_contains(err, bad[i].want);
+        assert_no_open_h5_ids();
+        assert_no_tmp_files();
+    }
+    struct stat st;
+    assert_int_not_equal(stat(other, &st), 0);
+    assert_column_equal(src, dst, "train/reward_mean");  // dst and src unchanged
+    rd = reader_ok(src);
+    assert_true(runlog_reader_has(rd, "tokens/weight"));
+    runlog_reader_close(rd);
+    // a file that is not a run log
+    FILE *f = fopen(text, "w");
+    assert_non_null(f);
+    fputs("not hdf5\n", f);
+    fclose(f);
+    assert_int_equal(runlog_copy(text, other, tokens, 1, 0, err, sizeof err), -1);
+    assert_contains(err, "not an HDF5 file");
+    // with overwrite an existing file is replaced
+    if (runlog_copy(src, dst2, tokens, 1, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    rd = reader_ok(dst2);
+    assert_true(runlog_reader_has(rd, "train/step"));
+    assert_false(runlog_reader_has(rd, "tokens/weight"));
+    runlog_reader_close(rd);
+    assert_no_tmp_files();
+}
+
+// A log still being written (in this process, SWMR) is copied by another process up to its
+// last flush; the writer goes on unharmed.
+static void test_copy_while_written(void **state) {
+    const char *src = tmp_path("copy-live.h5"), *dst = tmp_path("copy-live-dst.h5");
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    fflush(stdout);
+    pid_t pid = fork();  // before the writer opens the file: the child shares no HDF5 state
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(go[1]);
+        char c, err[512];
+        if (read(go[0], &c, 1) != 1) _exit(3);
+        const char *tokens[] = {"tokens"};
+        int r = runlog_copy(src, dst, tokens, 1, 0, err, sizeof err);
+        if (r != 0) fprintf(stderr, "copy child: %s\n", err);
+        _exit(r == 0 ? 0 : 1);
+    }
+    close(go[0]);
+    RunLog *rl = start_ok(create_ok(src, 16));
+    write_steps_ok(rl, 0, 6, 0);
+    char err[512];  // one more row appended but not flushed: not in the copy
+    int64_t s = 6;
+    float reward = train_reward(6, 0);
+    const void *row[N_TRAIN] = {&s, &reward};
+    assert_int_equal(runlog_append(rl, "train", 1, row, err, sizeof err), 0);
+    assert_int_equal(write(go[1], "x", 1), 1);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(go[1]);
+    assert_int_equal(runlog_flush(rl, err, sizeof err), 0);
+    write_steps_ok(rl, 7, 10, 0);
+    close_ok(rl);
+    RunLogReader *rd = reader_ok(dst);
+    int64_t n;
+    double *v = read_col(rd, "train/step", &n);
+    printf("  copy of the log being written: /train %lld rows (writer at 6 flushed, 7 appended)\n", (long long)n);
+    assert_int_equal(n, 6);
+    for (int64_t r = 0; r < n; r++) assert_true(v[r] == (double)r);
+    free(v);
+    assert_false(runlog_reader_has(rd, "tokens/weight"));
+    runlog_reader_close(rd);
+    rd = reader_ok(src);  // and the writer's log is whole
+    v = read_col(rd, "train/step", &n);
+    assert_int_equal(n, 10);
+    free(v);
+    runlog_reader_close(rd);
+}
+
 // ---------------------------------------------------------------- setup
 static int setup(void **state) {
     snprintf(g_dir, sizeof g_dir, "/tmp/grpolab-runlog-XXXXXX");
@@ -817,6 +994,8 @@ int main(void) {
         cmocka_unit_test(test_resume_mismatch),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_writer_errors),
+        cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_copy_while_written),
         cmocka_unit_test(test_append_speed),
     };
     return cmocka_run_group_tests_name("runlog", tests, setup, teardown);

@@ -34,8 +34,9 @@ int summary_print(FILE *f, Run *const *runs, int n, int markdown);
 // The first and last tenth of a run's steps (at least one step each): [0, k) and [n-k, n).
 int tenth_of(int n_steps);
 
-// `grpolab plot` and `grpolab summary` (argv[0] is the command name).
+// `grpolab plot`, `grpolab summary` and `grpolab strip` (argv[0] is the command name).
 int cmd_plot(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_strip(int argc, char **argv);
 
 #endif

@@ -1,10 +1,11 @@
-// commands.c: `grpolab plot fig5|length-bias|difficulty-bias RUN.h5...` and
-// `grpolab summary RUN.h5...` (docs/cli.md).
+// commands.c: `grpolab plot fig5|length-bias|difficulty-bias RUN.h5...`,
+// `grpolab summary RUN.h5...` and `grpolab strip RUN.h5 -o OUT.h5` (docs/cli.md).
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common.h"
 #include "../sim/cli.h"
+#include "../sim/runlog.h"
 #include "analysis.h"
 
 static const CliOption plot_opts[] = {
@@ -57,13 +58,18 @@ static Run **load_runs(const char *const *paths, int n) {
     return runs;
 }
 
-int cmd_plot(int argc, char **argv) {
-    // -o BASE is the short form of --out BASE
+// cli_parse with -o X as the short form of --out X.
+static int parse_with_o(const CliSpec *spec, int argc, char **argv, CliArgs *a) {
     char **av = xcalloc((size_t)argc + 1, sizeof(char *));
     for (int i = 0; i < argc; i++) av[i] = strcmp(argv[i], "-o") == 0 ? "--out" : argv[i];
-    CliArgs a;
-    int rc = cli_parse(&plot_spec, argc, av, &a);
+    int rc = cli_parse(spec, argc, av, a);
     free(av);
+    return rc;
+}
+
+int cmd_plot(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_with_o(&plot_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
     if (a.n_positional < 2) {
         fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias)"
@@ -150,4 +156,60 @@ int cmd_summary(int argc, char **argv) {
     for (int i = 0; i < n; i++) run_free(runs[i]);
     free(runs);
     return 0;
+}
+
+static const CliOption strip_opts[] = {
+    {"out", "OUT.h5", "the copy to write (also -o; required)"},
+    {"drop", "LIST", "comma-separated tables to leave out (default: tokens)"},
+    {"overwrite", NULL, "replace OUT.h5 if it exists"},
+};
+static const CliSpec strip_spec = {
+    "strip",
+    "Copy a run log without its per-token table /tokens (or the tables of --drop): the root\n"
+    "attributes and every other table as they are. /tokens holds one row per generated token\n"
+    "and is most of a train log's size (a fig5 log of 31-35 MB is 0.6 MB without it); the copy\n"
+    "still serves `summary`, `plot fig5` and `plot difficulty-bias`, and `plot length-bias`\n"
+    "draws the closed form of the weights for it. A log still being written is copied as far as\n"
+    "it is flushed. The copy is written beside OUT.h5 and renamed onto it when complete.",
+    "RUN.h5 -o OUT.h5 [--drop LIST] [--overwrite]",
+    strip_opts, 3, 1, "RUN.h5"};
+
+int cmd_strip(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_with_o(&strip_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    const char *out = cli_get(&strip_spec, &a, "out");
+    if (a.n_positional != 1 || !out || !out[0]) {
+        fprintf(stderr, "grpolab strip: error: %s\n", a.n_positional != 1 ? "no run log given (RUN.h5)" : "no output given (-o OUT.h5)");
+        cli_print_usage(&strip_spec, stderr);
+        return 2;
+    }
+    const char *list = cli_get(&strip_spec, &a, "drop");
+    char *buf = xstrdup(list ? list : "tokens");
+    const char *drop[64];
+    int n_drop = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!t[0] || strchr(t, '/') || n_drop == 64) {
+            fprintf(stderr, "grpolab strip: error: --drop '%s': expected up to 64 comma-separated table names (e.g. tokens)\n", list);
+            free(buf);
+            return 2;
+        }
+        drop[n_drop++] = t;
+    }
+    if (n_drop == 0) {
+        fprintf(stderr, "grpolab strip: error: --drop '%s': no table named (e.g. --drop tokens)\n", list ? list : "");
+        free(buf);
+        return 2;
+    }
+    char err[2048];
+    rc = runlog_copy(a.positional[0], out, drop, n_drop, cli_flag(&strip_spec, &a, "overwrite"), err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "grpolab strip: error: %s\n", err);
+    else {
+        printf("strip: %s -> %s without", a.positional[0], out);
+        for (int i = 0; i < n_drop; i++) printf("%s /%s", i ? "," : "", drop[i]);
+        printf("\n");
+    }
+    free(buf);
+    return rc ? 1 : 0;
 }

@@ -482,6 +482,7 @@ static const Command commands[] = {
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
     {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
+    {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},

@@ -1177,3 +1177,146 @@ char *runlog_read_attr_str(RunLogReader *rd, const char *name, char *err, size_t
     h5_loud(q);
     return r == 1 ? out : NULL;
 }
+
+// ---------------------------------------------------------------- copying
+// Copies every attribute of object from to object to (same names, types and shapes). On
+// failure name holds the attribute's name.
+static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
+    H5O_info_t info;
+#if H5_VERSION_GE(1, 12, 0)
+    if (H5Oget_info3(from, &info, H5O_INFO_NUM_ATTRS) < 0) return -1;
+#else
+    if (H5Oget_info2(from, &info, H5O_INFO_NUM_ATTRS) < 0) return -1;
+#endif
+    for (hsize_t i = 0; i < info.num_attrs; i++) {
+        snprintf(name, len, "#%llu", (unsigned long long)i);
+        if (H5Aget_name_by_idx(from, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, len, H5P_DEFAULT) < 0)
+            return -1;
+        hid_t a = -1, t = -1, s = -1, b = -1;
+        void *buf = NULL;
+        int ok = 0;
+        hssize_t npts;
+        size_t size;
+        if ((a = H5Aopen(from, name, H5P_DEFAULT)) < 0 || (t = H5Aget_type(a)) < 0 ||
+            (s = H5Aget_space(a)) < 0 || (npts = H5Sget_simple_extent_npoints(s)) < 0 ||
+            (size = H5Tget_size(t)) == 0)
+            goto next;
+        // the file's own type serves as the memory type: numbers stay as stored, variable
+        // strings come back as char pointers (reclaimed below)
+        buf = xcalloc((size_t)npts + 1, size);
+        if (H5Aread(a, t, buf) < 0) goto next;
+        if ((b = H5Acreate2(to, name, t, s, H5P_DEFAULT, H5P_DEFAULT)) >= 0 && H5Awrite(b, t, buf) >= 0)
+            ok = 1;
+        vlen_reclaim(t, s, buf);
+    next:
+        free(buf);
+        h5_close(b);
+        h5_close(s);
+        h5_close(t);
+        h5_close(a);
+        if (!ok) return -1;
+    }
+    return 0;
+}
+
+static int copy_impl(const char *src, const char *dst, const char *const *drop, int n_drop,
+                     int overwrite, char *err, size_t errlen) {
+    char msg[H5MSG_LEN], list[512];
+    if (!dst || !dst[0]) return set_err(err, errlen, "cannot copy run log '%s': empty output path", src);
+    struct stat ss, ds;
+    if (check_file(src, "run log", err, errlen) != 0) return -1;
+    if (stat(src, &ss) != 0) return set_err(err, errlen, "run log '%s': %s", src, strerror(errno));
+    if (stat(dst, &ds) == 0) {
+        if (S_ISDIR(ds.st_mode))
+            return set_err(err, errlen, "cannot write '%s': it is a directory", dst);
+        if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
+            return set_err(err, errlen, "cannot copy run log '%s' onto itself ('%s'): give another output path", src, dst);
+        if (!overwrite)
+            return set_err(err, errlen, "cannot write '%s': the file already exists (choose another path, or ask to overwrite it)", dst);
+    }
+    if (check_parent_dir("cannot write", dst, err, errlen) != 0) return -1;
+
+    RunLogReader *rd = reader_open_impl(src, err, errlen);
+    if (!rd) return -1;
+    int ret = -1;
+    hid_t fapl = -1, out = -1, sroot = -1, droot = -1;
+    char **names = NULL;
+    int n_names = 0;
+    size_t tlen = strlen(dst) + 32;
+    char *tmp = xmalloc(tlen);
+    snprintf(tmp, tlen, "%s.tmp-%ld", dst, (long)getpid());
+    int tmp_made = 0;
+    char attr[256];
+
+    if ((sroot = H5Gopen2(rd->file, "/", H5P_DEFAULT)) < 0 || list_links(sroot, &names, &n_names) != 0) {
+        set_err(err, errlen, "run log '%s': cannot list its tables (HDF5: %s)", src, h5_msg(msg));
+        goto done;
+    }
+    for (int k = 0; k < n_drop; k++) {
+        int found = 0;
+        for (int i = 0; i < n_names; i++) found |= strcmp(names[i], drop[k]) == 0;
+        if (!found) {
+            set_err(err, errlen, "run log '%s' has no table '/%s' to leave out (tables: %s)", src, drop[k],
+                    link_list(sroot, list, sizeof list));
+            goto done;
+        }
+    }
+    if ((fapl = make_fapl()) < 0 || (out = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
+        set_err(err, errlen, "cannot create '%s' (HDF5: %s)", tmp, h5_msg(msg));
+        goto done;
+    }
+    tmp_made = 1;
+    if ((droot = H5Gopen2(out, "/", H5P_DEFAULT)) < 0) goto h5fail;
+    if (copy_attrs(sroot, droot, attr, sizeof attr) != 0) {
+        set_err(err, errlen, "cannot copy root attribute '%s' of run log '%s' to '%s' (HDF5: %s)", attr, src,
+                tmp, h5_msg(msg));
+        goto done;
+    }
+    for (int i = 0; i < n_names; i++) {
+        int skip = 0;
+        for (int k = 0; k < n_drop; k++) skip |= strcmp(names[i], drop[k]) == 0;
+        if (skip) continue;
+        if (H5Ocopy(sroot, names[i], droot, names[i], H5P_DEFAULT, H5P_DEFAULT) < 0) {
+            set_err(err, errlen, "cannot copy table '/%s' of run log '%s' to '%s' (truncated or corrupt? HDF5: %s)",
+                    names[i], src, tmp, h5_msg(msg));
+            goto done;
+        }
+    }
+    h5_close(droot);
+    droot = -1;
+    if (H5Fclose(out) < 0) {
+        out = -1;
+        set_err(err, errlen, "cannot finish writing '%s' (disk full? HDF5: %s)", tmp, h5_msg(msg));
+        goto done;
+    }
+    out = -1;
+    if (rename(tmp, dst) != 0) {
+        set_err(err, errlen, "cannot rename '%s' to '%s': %s", tmp, dst, strerror(errno));
+        goto done;
+    }
+    tmp_made = 0;
+    ret = 0;
+    goto done;
+h5fail:
+    set_err(err, errlen, "cannot write '%s' (HDF5: %s)", tmp, h5_msg(msg));
+done:
+    h5_close(droot);
+    h5_close(out);
+    h5_close(fapl);
+    h5_close(sroot);
+    free_names(names, n_names);
+    if (tmp_made) remove(tmp);
+    free(tmp);
+    h5_close(rd->file);
+    free(rd->path);
+    free(rd);
+    return ret;
+}
+
+int runlog_copy(const char *src, const char *dst, const char *const *drop, int n_drop, int overwrite,
+                char *err, size_t errlen) {
+    H5Quiet q = h5_quiet();
+    int r = copy_impl(src, dst, drop, n_drop, overwrite, err, errlen);
+    h5_loud(q);
+    return r;
+}

@@ -138,4 +138,15 @@ char *runlog_read_attr_str(RunLogReader *rd, const char *name, char *err, size_t
 
 int runlog_reader_close(RunLogReader *rd);  // 0, or -1 if HDF5 reported an error on close
 
+// ---------------------------------------------------------------- copying
+// Copies the run log src to dst without the tables named in drop (n_drop names; each must be a
+// table of src): the root attributes, and every other table with its columns, their "doc"
+// attributes, chunking and filters (H5Ocopy). src may be a log still being written: the copy
+// holds the rows flushed so far (its columns may then differ in length by the last flush, as a
+// reader sees them). The copy is written to a temporary file beside dst and renamed onto dst
+// at the end, so a failure leaves neither a partial dst nor a changed one; an existing dst is
+// replaced only with overwrite, and never when it is src itself.
+int runlog_copy(const char *src, const char *dst, const char *const *drop, int n_drop, int overwrite,
+                char *err, size_t errlen);
+
 #endif
