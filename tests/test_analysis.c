@@ -60,6 +60,7 @@ typedef struct {
     int n_steps, steps_planned;
     int n_evals_skip;  // 1: no /eval rows
     double loop_trend; // nonzero: loop share 0.1 + loop_trend s, whatever the preset
+    double len_i_flat; // nonzero: length_incorrect this constant (no growth), whatever the preset
 } Synth;
 
 enum { NTR = 11, NEV = 7, NQ = 5, NR = 8, NT = 2 };
@@ -128,7 +129,8 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
     for (int st = 0; st < s->n_steps; st++) {
         int32_t step = st;
         double k = (double)(s->seed - 1);
-        double v[NTR - 1] = {0.2 + 0.002 * st + 0.05 * k, 60.0 + st, 40 + 0.1 * st, 80 + 0.2 * st,
+        double v[NTR - 1] = {0.2 + 0.002 * st + 0.05 * k, 60.0 + st, 40 + 0.1 * st,
+                             s->len_i_flat != 0 ? s->len_i_flat : 80 + 0.2 * st,
                              grpo ? 0.05 + 0.001 * st : 0.05,
                              0.1 + loop_slope * st, 0.08, 0.5,
                              0.9, 0.5};
@@ -246,7 +248,7 @@ static void assert_written(const char *name, long bytes) {
 // ---------------------------------------------------------------- tests
 
 static void test_load_and_eval_pooling(void **state) {
-    Synth s = {"grpo", 1, 12, 12, 0, 0};
+    Synth s = {"grpo", 1, 12, 12, 0, 0, 0};
     const char *p = tmp_path("pool.h5");
     write_log(p, &s, "train", 0);
     Run *r = load_ok(p);
@@ -327,7 +329,7 @@ static void test_closed_forms(void **state) {
 
 static void test_fig5_data_and_png(void **state) {
     const char *g1 = tmp_path("g1.h5"), *g2 = tmp_path("g2.h5"), *d1 = tmp_path("d1.h5");
-    Synth a = {"grpo", 1, 12, 12, 0, 0}, b = {"grpo", 2, 10, 12, 0, 0}, c = {"dr_grpo", 1, 12, 12, 0, 0};
+    Synth a = {"grpo", 1, 12, 12, 0, 0, 0}, b = {"grpo", 2, 10, 12, 0, 0, 0}, c = {"dr_grpo", 1, 12, 12, 0, 0, 0};
     write_log(g1, &a, "train", 0);
     write_log(g2, &b, "train", 0);  // stopped at step 10 of 12
     write_log(d1, &c, "train", 0);
@@ -396,7 +398,7 @@ static void test_fig5_data_and_png(void **state) {
 
 static void test_bias_figures_data(void **state) {
     const char *g1 = tmp_path("bg.h5"), *d1 = tmp_path("bd.h5");
-    Synth a = {"grpo", 1, 6, 6, 0, 0}, c = {"dr_grpo", 1, 6, 6, 0, 0};
+    Synth a = {"grpo", 1, 6, 6, 0, 0, 0}, c = {"dr_grpo", 1, 6, 6, 0, 0, 0};
     write_log(g1, &a, "train", 0);
     write_log(d1, &c, "train", 0);
     Run *runs[2] = {load_ok(g1), load_ok(d1)};
@@ -462,7 +464,7 @@ static void test_bias_figures_data(void **state) {
 // that has /tokens, the measured |w| comes from that log alone.
 static void test_bias_figures_without_tokens(void **state) {
     const char *gt = tmp_path("ntg.h5"), *gn = tmp_path("ntg_notok.h5"), *dn = tmp_path("ntd_notok.h5");
-    Synth a = {"grpo", 1, 6, 6, 0, 0}, c = {"dr_grpo", 1, 6, 6, 0, 0};
+    Synth a = {"grpo", 1, 6, 6, 0, 0, 0}, c = {"dr_grpo", 1, 6, 6, 0, 0, 0};
     write_log(gt, &a, "train", 0);
     write_log(gn, &a, "train", 3);
     write_log(dn, &c, "train", 3);
@@ -532,7 +534,7 @@ static char *summary_text(Run **runs, int n, int md) {
 
 static void test_summary(void **state) {
     const char *p[4] = {tmp_path("sg1.h5"), tmp_path("sg2.h5"), tmp_path("sd1.h5"), tmp_path("sd2.h5")};
-    Synth s[4] = {{"grpo", 1, 20, 20, 0, 0}, {"grpo", 2, 20, 20, 0, 0}, {"dr_grpo", 1, 20, 20, 0, 0}, {"dr_grpo", 2, 20, 20, 0, 0}};
+    Synth s[4] = {{"grpo", 1, 20, 20, 0, 0, 0}, {"grpo", 2, 20, 20, 0, 0, 0}, {"dr_grpo", 1, 20, 20, 0, 0, 0}, {"dr_grpo", 2, 20, 20, 0, 0, 0}};
     Run *runs[4];
     for (int i = 0; i < 4; i++) write_log(p[i], &s[i], "train", 0), runs[i] = load_ok(p[i]);
     char *buf = summary_text(runs, 4, 0);
@@ -549,13 +551,31 @@ static void test_summary(void **state) {
     free(buf1);
     // both slopes are +20: Dr. GRPO has not levelled off
     assert_non_null(strstr(buf, "[FAIL] training length of incorrect"));
+    assert_null(strstr(buf, "note:"));  // GRPO's side held: no word about the budget
+    // GRPO's failures flat at 150 tokens, budget 160: the slope check fails on GRPO's side and
+    // a note says they are at the budget; flat at 100 (under 0.8 x 160) there is no note
+    for (int flat = 0; flat < 2; flat++) {
+        const char *q[2] = {tmp_path("sgs.h5"), tmp_path("sds.h5")};
+        Synth ss[2] = {{"grpo", 1, 20, 20, 0, 0, flat ? 100 : 150}, {"dr_grpo", 1, 20, 20, 0, 0, 90}};
+        Run *rs[2];
+        for (int i = 0; i < 2; i++) write_log(q[i], &ss[i], "train", 0), rs[i] = load_ok(q[i]);
+        char *bs = summary_text(rs, 2, 0);
+        assert_non_null(strstr(bs, "[FAIL] training length of incorrect responses over the last half, tokens per 100 "
+                                   "steps: GRPO +0.0 (CI +0.0..+0.0), Dr. GRPO +0.0"));
+        const char *note = strstr(bs, "note: GRPO's incorrect training responses average 150.0 tokens over the last "
+                                      "tenth against a budget of 160 (truncation rate 0.069)");
+        if (flat) assert_null(strstr(bs, "note:"));
+        else assert_non_null(note);
+        free(bs);
+        for (int i = 0; i < 2; i++) run_free(rs[i]);
+    }
     // truncation and loops rise only under GRPO: (0.001 * (18.5 - 0.5)) = +0.018
     assert_non_null(strstr(buf, "truncation rate GRPO +0.018 vs Dr. GRPO +0.000"));
     assert_non_null(strstr(buf, "[PASS] change from the first"));
     // loops that fall under both objectives, under GRPO by less, are not a rise
     {
         const char *q[2] = {tmp_path("sgf.h5"), tmp_path("sdf.h5")};
-        Synth sf[2] = {{"grpo", 1, 20, 20, 0, -0.001}, {"dr_grpo", 1, 20, 20, 0, -0.002}};
+        Synth sf[2] = {{"grpo", 1, 20, 20, 0, -0.001, 0}, {"dr_grpo", 1, 20, 20, 0, -0.002, 0}};
         Run *rf[2];
         for (int i = 0; i < 2; i++) write_log(q[i], &sf[i], "train", 0), rf[i] = load_ok(q[i]);
         char *bf = summary_text(rf, 2, 0);
@@ -586,7 +606,7 @@ static void test_summary(void **state) {
     free(buf);
     // a log without the flags: a note in the table, the rest of the summary stays
     const char *pn = tmp_path("snoflags.h5");
-    Synth sn = {"grpo", 3, 20, 20, 0, 0};
+    Synth sn = {"grpo", 3, 20, 20, 0, 0, 0};
     write_log(pn, &sn, "train", 2);
     Run *rn = load_ok(pn);
     assert_int_equal(run_failing_states(rn, fs, err, sizeof err), -1);
@@ -627,7 +647,7 @@ static void test_bad_files(void **state) {
     H5Fclose(h);
     expect_load_error(other, "format");
     // an eval log instead of a train log
-    Synth s = {"grpo", 1, 4, 4, 0, 0};
+    Synth s = {"grpo", 1, 4, 4, 0, 0, 0};
     const char *ev = tmp_path("evalkind.h5");
     write_log(ev, &s, "eval", 0);
     expect_load_error(ev, "kind 'eval'");
@@ -636,13 +656,13 @@ static void test_bad_files(void **state) {
     write_log(mc, &s, "train", 1);
     expect_load_error(mc, "loop_rate");
     // an empty run
-    Synth e = {"grpo", 1, 0, 4, 0, 0};
+    Synth e = {"grpo", 1, 0, 4, 0, 0, 0};
     const char *em = tmp_path("empty.h5");
     write_log(em, &e, "train", 0);
     expect_load_error(em, "empty run");
     // a truncated file: the first half of a valid log
     const char *full = tmp_path("full.h5"), *cut = tmp_path("cut.h5");
-    Synth big = {"grpo", 1, 30, 30, 0, 0};
+    Synth big = {"grpo", 1, 30, 30, 0, 0, 0};
     write_log(full, &big, "train", 0);
     FILE *in = fopen(full, "rb"), *out = fopen(cut, "wb");
     fseek(in, 0, SEEK_END);
@@ -665,7 +685,7 @@ static void test_bad_files(void **state) {
         assert_non_null(strstr(err, "cut.h5"));
     }
     // no runs without evaluations crash the figures
-    Synth ne = {"grpo", 1, 6, 6, 1, 0};
+    Synth ne = {"grpo", 1, 6, 6, 1, 0, 0};
     const char *ner = tmp_path("noeval.h5");
     write_log(ner, &ne, "train", 0);
     Run *rn = load_ok(ner);
@@ -753,7 +773,7 @@ static void test_run_in_progress(void **state) {
 
 static void test_cli(void **state) {
     char out[8192], args[1024];
-    Synth s = {"grpo", 1, 4, 8, 0, 0};
+    Synth s = {"grpo", 1, 4, 8, 0, 0, 0};
     const char *p = tmp_path("cli.h5");
     write_log(p, &s, "train", 0);
     assert_int_equal(tu_run_cli("plot", out, sizeof out), 2);
@@ -777,7 +797,7 @@ static void test_cli(void **state) {
     // --check: 4 of 8 steps is not complete
     snprintf(args, sizeof args, "summary --check %s", p);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 1);
-    Synth full = {"grpo", 1, 8, 8, 0, 0};
+    Synth full = {"grpo", 1, 8, 8, 0, 0, 0};
     write_log(p, &full, "train", 0);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 0);
     assert_int_equal(tu_run_cli("summary", out, sizeof out), 2);

@@ -310,6 +310,17 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
                 "GRPO %+.1f (CI %+.1f..%+.1f), Dr. GRPO %+.1f (CI %+.1f..%+.1f); wanted GRPO's CI above 0, "
                 "Dr. GRPO's containing 0 or below\n",
                 md ? "- " : "", pass2 ? "PASS" : "FAIL", gs, gs - gh, gs + gh, ds, ds - dh, ds + dh);
+        // GRPO's side failed: say so when its failures are near the budget, where they cannot
+        // grow any more (seen at 64 prompts per step on the H200: docs/results.md)
+        int budget = 0;
+        for (int i = 0; i < n; i++)
+            if (group[i] == gg && runs[i]->max_new_tokens > budget) budget = runs[i]->max_new_tokens;
+        if (!(isfinite(gh) && gs - gh > 0) && budget > 0 && gmean[gg][M_TLEN_I] >= 0.8 * budget)
+            fprintf(f, "%snote: GRPO's incorrect training responses average %.1f tokens over the last tenth "
+                    "against a budget of %d (truncation rate %.3f): with so little room left to grow, a flat "
+                    "slope is saturation rather than the bias gone (a larger world.max_new_tokens, a smaller "
+                    "lr or fewer steps keep them growing)\n",
+                    md ? "  - " : "  ", gmean[gg][M_TLEN_I], budget, gmean[gg][M_TRUNC1]);
         // 3: failing states: truncation and loops rise under GRPO, and more than under Dr. GRPO
         // (a share that falls under both, under GRPO by less, has not risen); disagreements persist
         double tg = gmean[gg][M_TRUNC1] - gmean[gg][M_TRUNC0], td = gmean[gd][M_TRUNC1] - gmean[gd][M_TRUNC0];
