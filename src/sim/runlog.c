@@ -1307,9 +1307,7 @@ done:
     free_names(names, n_names);
     if (tmp_made) remove(tmp);
     free(tmp);
-    h5_close(rd->file);
-    free(rd->path);
-    free(rd);
+    runlog_reader_close(rd);
     return ret;
 }
 
