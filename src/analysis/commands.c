@@ -189,7 +189,7 @@ int cmd_strip(int argc, char **argv) {
     const char *drop[64];
     int n_drop = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (!t[0] || strchr(t, '/') || n_drop == 64) {
+        if (strchr(t, '/') || n_drop == 64) {  // strtok_r gives no empty names
             fprintf(stderr, "grpolab strip: error: --drop '%s': expected up to 64 comma-separated table names (e.g. tokens)\n", list);
             free(buf);
             return 2;

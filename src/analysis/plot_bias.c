@@ -48,9 +48,7 @@ static double coef_of(const Run *r, double L, double mean_len) {
 
 static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *group, int g,
                          const char *name, int *n_points, char *err, size_t errlen) {
-    int budget = 0;
-    for (int i = 0; i < n; i++)
-        if (group[i] == g) budget = budget > runs[i]->max_new_tokens ? budget : runs[i]->max_new_tokens;
+    int budget = group_budget(runs, n, group, g);
     if (budget <= 0) budget = 256;
     int bw = budget / 20 > 0 ? budget / 20 : 1, nb = budget / bw + 2;
     double *sw = xcalloc((size_t)nb * 2, sizeof(double)), *sc = xcalloc((size_t)nb * 2, sizeof(double));

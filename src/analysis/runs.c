@@ -319,6 +319,13 @@ int group_by_objective(Run *const *runs, int n, int *group, const char **names, 
     return ng;
 }
 
+int group_budget(Run *const *runs, int n, const int *group, int g) {
+    int budget = 0;
+    for (int i = 0; i < n; i++)
+        if (group[i] == g && runs[i]->max_new_tokens > budget) budget = runs[i]->max_new_tokens;
+    return budget;
+}
+
 void runs_progress_note(Run *const *runs, int n, char *note, size_t len) {
     note[0] = 0;
     size_t k = 0;

@@ -77,6 +77,9 @@ const char *objective_color(const char *preset, int index);
 // (group[i]); returns the number of groups; names[g] points into the runs.
 int group_by_objective(Run *const *runs, int n, int *group, const char **names, int max_groups);
 
+// The largest response budget (world.max_new_tokens) among the runs of group g (0: unknown).
+int group_budget(Run *const *runs, int n, const int *group, int g);
+
 // A note for a figure's title about runs that have not logged all their planned steps
 // ("in progress or stopped early: fig5_grpo_s1.h5 at step 120 of 250"); "" if none.
 void runs_progress_note(Run *const *runs, int n, char *note, size_t len);

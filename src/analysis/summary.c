@@ -312,9 +312,7 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
                 md ? "- " : "", pass2 ? "PASS" : "FAIL", gs, gs - gh, gs + gh, ds, ds - dh, ds + dh);
         // GRPO's side failed: say so when its failures are near the budget, where they cannot
         // grow any more (seen at 64 prompts per step on the H200: docs/results.md)
-        int budget = 0;
-        for (int i = 0; i < n; i++)
-            if (group[i] == gg && runs[i]->max_new_tokens > budget) budget = runs[i]->max_new_tokens;
+        int budget = group_budget(runs, n, group, gg);
         if (!(isfinite(gh) && gs - gh > 0) && budget > 0 && gmean[gg][M_TLEN_I] >= 0.8 * budget)
             fprintf(f, "%snote: GRPO's incorrect training responses average %.1f tokens over the last tenth "
                     "against a budget of %d (truncation rate %.3f): with so little room left to grow, a flat "

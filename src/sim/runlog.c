@@ -1219,12 +1219,10 @@ static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
     return 0;
 }
 
-static int copy_impl(const char *src, const char *dst, const char *const *drop, int n_drop,
-                     int overwrite, char *err, size_t errlen) {
-    char msg[H5MSG_LEN], list[512];
-    if (!dst || !dst[0]) return set_err(err, errlen, "cannot copy run log '%s': empty output path", src);
+// May the copy of the (existing) run log src go to dst? Not onto a directory, not onto src
+// itself, onto another existing file only with overwrite, and only into a directory.
+static int check_copy_target(const char *src, const char *dst, int overwrite, char *err, size_t errlen) {
     struct stat ss, ds;
-    if (check_file(src, "run log", err, errlen) != 0) return -1;
     if (stat(src, &ss) != 0) return set_err(err, errlen, "run log '%s': %s", src, strerror(errno));
     if (stat(dst, &ds) == 0) {
         if (S_ISDIR(ds.st_mode))
@@ -1234,10 +1232,19 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
         if (!overwrite)
             return set_err(err, errlen, "cannot write '%s': the file already exists (choose another path, or ask to overwrite it)", dst);
     }
-    if (check_parent_dir("cannot write", dst, err, errlen) != 0) return -1;
+    return check_parent_dir("cannot write", dst, err, errlen);
+}
 
-    RunLogReader *rd = reader_open_impl(src, err, errlen);
+static int copy_impl(const char *src, const char *dst, const char *const *drop, int n_drop,
+                     int overwrite, char *err, size_t errlen) {
+    char msg[H5MSG_LEN], list[512];
+    if (!dst || !dst[0]) return set_err(err, errlen, "cannot copy run log '%s': empty output path", src);
+    RunLogReader *rd = reader_open_impl(src, err, errlen);  // every check of src
     if (!rd) return -1;
+    if (check_copy_target(src, dst, overwrite, err, errlen) != 0) {
+        runlog_reader_close(rd);
+        return -1;
+    }
     int ret = -1;
     hid_t fapl = -1, out = -1, sroot = -1, droot = -1;
     char **names = NULL;
