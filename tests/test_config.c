@@ -343,6 +343,9 @@ static void test_enum_values(void **state) {
     c = load_ok("[world]\nreward_rule = false_step_fails\n");
     assert_int_equal(setup_reward_rule(c), REWARD_FALSE_STEP_FAILS);
     config_free(c);
+    c = load_ok("[world]\nreward_rule = first_redo_forgives\n");
+    assert_int_equal(setup_reward_rule(c), REWARD_FIRST_REDO_FORGIVES);
+    config_free(c);
     c = load_ok("[world]\nreward_rule = disagreement_fails\n");
     assert_int_equal(setup_reward_rule(c), REWARD_DISAGREEMENT_FAILS);
     config_free(c);
@@ -351,7 +354,7 @@ static void test_enum_values(void **state) {
     config_free(c);
     expect_load_error("[world]\nreward_rule = strict\n",
                       "x.ini:2: world.reward_rule = 'strict': not one of "
-                      "outcome|disagreement_fails|false_step_fails", NULL);
+                      "outcome|disagreement_fails|false_step_fails|first_redo_forgives", NULL);
 }
 
 static void test_comments_and_quotes(void **state) {

@@ -527,35 +527,55 @@ static void test_reward_rule(void **state) {
     (void)state;
     static const struct {
         const char *response;
-        int outcome, disagreement_fails, false_step_fails;  // expected reward under each rule
+        // expected reward under each rule
+        int outcome, disagreement_fails, false_step_fails, first_redo_forgives;
     } cases[] = {
         // a wrong step, refuted, redone right: the answer is right
-        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 0},
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 0, 1},
+        // ... after a re-check
+        {" 4*2=9. check 4*2=9 no. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 "
+         "</answer>", 1, 0, 0, 1},
+        // ... at the second try: the first redo is a false step too
+        {" 4*2=9. check 4*2=9 no. redo 4*2=7. check 4*2=7 no. redo 4*2=8. 3+8=11. </think> "
+         "<answer> 11 </answer>", 1, 0, 0, 0},
+        // ... after a restart instead of a redo
+        {" 4*2=9. check 4*2=9 no. restart. 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0,
+         0, 0},
+        // ... by a redo of another step, or after a check of another step
+        {" 4*2=9. check 4*2=9 no. redo 2*4=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 0, 0},
+        {" 4*2=9. check 2*4=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 0, 0},
+        // ... then a later wrong step that nobody checked
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=12. 3+8=11. </think> <answer> 11 </answer>", 1,
+         0, 0, 0},
         // a check that miscopies a right step: its "no" is no false step
-        {" 4*2=8. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 1},
+        {" 4*2=8. check 4*2=9 no. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 0, 1, 1},
         // checked and agreed
-        {" 4*2=8. check 4*2=8 ok. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 1},
+        {" 4*2=8. check 4*2=8 ok. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 1, 1},
         // no check
-        {" 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 1},
+        {" 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 1, 1},
         // a wrong step never checked, then a right answer anyway
-        {" 4*2=9. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0},
+        {" 4*2=9. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0, 0},
+        // a wrong step whose check agrees (a miscopy): not refuted, so not forgiven
+        {" 4*2=9. check 4*2=8 ok. redo 4*2=8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0, 0},
         // a step that is not a step
-        {" 4*2==8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0},
-        {" 3+4*2=11. </think> <answer> 11 </answer>", 1, 1, 0},
-        // a wrong answer fails under all three
-        {" 4*2=9. check 4*2=9 no. guess 14. </think> <answer> 14 </answer>", 0, 0, 0},
-        {" 4*2=9. 3+9=12. </think> <answer> 12 </answer>", 0, 0, 0},
+        {" 4*2==8. 3+8=11. </think> <answer> 11 </answer>", 1, 1, 0, 0},
+        {" 3+4*2=11. </think> <answer> 11 </answer>", 1, 1, 0, 0},
+        // a wrong answer fails under all four
+        {" 4*2=9. check 4*2=9 no. guess 14. </think> <answer> 14 </answer>", 0, 0, 0, 0},
+        {" 4*2=9. check 4*2=9 no. redo 4*2=8. 3+8=12. </think> <answer> 12 </answer>", 0, 0, 0, 0},
+        {" 4*2=9. 3+9=12. </think> <answer> 12 </answer>", 0, 0, 0, 0},
     };
-    static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails"};
+    static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails",
+                                        "first_redo_forgives"};
     Task task;
     memset(&task, 0, sizeof task);
     task.answer = 11;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int want[3] = {cases[i].outcome, cases[i].disagreement_fails,
-                             cases[i].false_step_fails};
+        const int want[4] = {cases[i].outcome, cases[i].disagreement_fails,
+                             cases[i].false_step_fails, cases[i].first_redo_forgives};
         Verdict v0;
         verify_response(TEMPLATE_R1, &task, cases[i].response, 1, &v0);
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 4; r++) {
             RewardRule rule;
             assert_int_equal(reward_rule_parse(names[r], &rule), 0);
             assert_int_equal((int)rule, r);
@@ -586,7 +606,7 @@ static void test_reward_rule(void **state) {
     CorpusParams p = corpus_params_default();
     p.p_false_alarm = 0;
     static char doc[4096];
-    int n_err = 0, n_clean = 0;
+    int n_err = 0, n_clean = 0, n_forgiven = 0;
     for (int d = 0; d < 3000; d++) {
         DocInfo in;
         assert_true(corpus_document(&p, 91, d, doc, sizeof doc, &in) > 0);
@@ -597,12 +617,22 @@ static void test_reward_rule(void **state) {
                    f, doc);
             fail();
         }
+        // ... and an unforgiven one iff a wrong first pass was not recovered (the generator
+        // recovers by a right redo after the disagreement and its re-checks; a loop's
+        // attempts are wrong redos)
+        int u = template_has_unforgiven_step(doc + in.prompt_chars);
+        if (u != (in.n_errors > in.n_recover)) {
+            printf("  document %d: %d first passes wrong, %d recovered, has_unforgiven_step %d\n"
+                   "%s\n", d, in.n_errors, in.n_recover, u, doc);
+            fail();
+        }
         n_err += in.n_errors > 0;
         n_clean += in.n_errors == 0;
+        n_forgiven += in.n_errors > 0 && !u;
     }
-    printf("  corpus: %d documents with a wrong step, %d without, all found as written\n", n_err,
-           n_clean);
-    assert_true(n_err > 300 && n_clean > 300);
+    printf("  corpus: %d documents with a wrong step (%d of them all recovered at the first redo), "
+           "%d without, all found as written\n", n_err, n_forgiven, n_clean);
+    assert_true(n_err > 300 && n_clean > 300 && n_forgiven > 30);
 }
 
 // ---------------------------------------------------------------- corpus

@@ -52,11 +52,12 @@ const CfgKey CONFIG_SCHEMA[] = {
      "who writes a self-check's verdict (ok/no) in rollouts and evals: the policy, or the "
      "environment from the truth like a tool (its tokens get no gradient; docs/world.md)"},
     {"world", "reward_rule", CFG_ENUM, "outcome", NO_RANGE,
-     "outcome|disagreement_fails|false_step_fails",
+     "outcome|disagreement_fails|false_step_fails|first_redo_forgives",
      "outcome = the final answer's reward (a redo after a disagreement can still earn it); "
      "disagreement_fails = 0 for a response with a visible self-check disagreement; "
      "false_step_fails = 0 for a response with a false step, as from a grader that checks "
-     "every step (docs/world.md)"},
+     "every step; first_redo_forgives = the same, but a false step checked and redone "
+     "right at the first try is forgiven (docs/world.md)"},
     // [pretrain]: `grpolab pretrain`, next-token cross-entropy on the corpus
     {"pretrain", "steps", CFG_INT, "3000", 1, 100000000, NULL, "optimizer steps"},
     {"pretrain", "batch_size", CFG_INT, "32", 1, 65536, NULL, "corpus documents per step"},

@@ -295,8 +295,9 @@ void verify_response(Template t, const Task *task, const char *text, int stopped
 // ---------------------------------------------------------------- the reward rule
 
 int reward_rule_parse(const char *name, RewardRule *out) {
-    static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails"};
-    for (int k = 0; k < 3; k++)
+    static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails",
+                                        "first_redo_forgives"};
+    for (int k = 0; k < 4; k++)
         if (strcmp(name, names[k]) == 0) {
             *out = (RewardRule)k;
             return 0;
@@ -304,21 +305,76 @@ int reward_rule_parse(const char *name, RewardRule *out) {
     return -1;
 }
 
-int template_has_false_step(const char *text) {
+// 1 if [s - strlen(mark), s) within text is `mark`
+static int preceded_by(const char *text, const char *s, const char *mark) {
+    size_t n = strlen(mark);
+    return (size_t)(s - text) >= n && strncmp(s - n, mark, n) == 0;
+}
+
+// The value's end for the clause whose '=' is at q: an optional '-' and the digits.
+static const char *value_end(const char *q) {
+    const char *e = q + 1;
+    if (*e == '-') e++;
+    while (*e >= '0' && *e <= '9') e++;
+    return e;
+}
+
+// 1 if the false step [s, e) (its '=' at q) is followed at once by ". check <same a op b>=...
+// no." (once or more: re-checks) and ". redo <same a op b>=<right value>": refuted and
+// redone right at the first try
+static int redone_right_at_once(const char *s, const char *q, const char *e) {
+    const size_t lhs = (size_t)(q - s) + 1;  // "a op b=", the '=' included
+    const size_t lc = strlen(MARK_CHECK), ln = strlen(MARK_NO), lr = strlen(MARK_REDO);
+    const char *p = e;
+    int checks = 0;
+    while (strncmp(p, ". ", 2) == 0 && strncmp(p + 2, MARK_CHECK, lc) == 0) {
+        p += 2 + lc;
+        if (strncmp(p, s, lhs) != 0) return 0;
+        while (*p && strchr(STEP_CHARS, *p)) p++;
+        if (strncmp(p, MARK_NO, ln) != 0) return 0;
+        p += ln;
+        checks++;
+    }
+    if (!checks || strncmp(p, ". ", 2) != 0 || strncmp(p + 2, MARK_REDO, lr) != 0) return 0;
+    p += 2 + lr;
+    if (strncmp(p, s, lhs) != 0) return 0;
+    return check_step(p, value_end(p + lhs - 1)) == 1;
+}
+
+// The steps of a response, each with its '=' at q and spanning [s, e); calls visit until it
+// returns nonzero and returns that (0 when every step was visited). Checks are not steps.
+static int each_step(const char *text, int (*visit)(const char *s, const char *q, const char *e,
+                                                   const char *text)) {
     static const char *const OPERAND = "0123456789+-*()";
-    const size_t lc = strlen(MARK_CHECK);
     for (const char *q = strchr(text, '='); q; q = strchr(q + 1, '=')) {
-        const char *s = q, *e = q + 1;
+        const char *s = q, *e = value_end(q);
         while (s > text && strchr(OPERAND, s[-1])) s--;
-        if (*e == '-') e++;
-        while (*e >= '0' && *e <= '9') e++;
-        if ((size_t)(s - text) >= lc && strncmp(s - lc, MARK_CHECK, lc) == 0) continue;
-        if (check_step(s, e) != 1) return 1;
+        if (preceded_by(text, s, MARK_CHECK)) continue;
+        int r = visit(s, q, e, text);
+        if (r) return r;
     }
     return 0;
 }
 
+static int step_false(const char *s, const char *q, const char *e, const char *text) {
+    (void)q;
+    (void)text;
+    return check_step(s, e) != 1;
+}
+
+static int step_unforgiven(const char *s, const char *q, const char *e, const char *text) {
+    if (check_step(s, e) == 1) return 0;
+    // a redo gets no second chance; a first pass does if its first redo is right
+    return preceded_by(text, s, MARK_REDO) || !redone_right_at_once(s, q, e);
+}
+
+int template_has_false_step(const char *text) { return each_step(text, step_false); }
+
+int template_has_unforgiven_step(const char *text) { return each_step(text, step_unforgiven); }
+
 void verdict_apply_rule(Verdict *v, const char *text, RewardRule rule) {
     if (rule == REWARD_DISAGREEMENT_FAILS && v->disagreement) v->reward = 0;
     if (rule == REWARD_FALSE_STEP_FAILS && v->reward && template_has_false_step(text)) v->reward = 0;
+    if (rule == REWARD_FIRST_REDO_FORGIVES && v->reward && template_has_unforgiven_step(text))
+        v->reward = 0;
 }

@@ -91,18 +91,26 @@ void verify_response(Template t, const Task *task, const char *response_text, in
 // false. Checks are not steps: a check that miscopies a right step costs nothing.
 // Under both strict rules every continuation after a checked error fails alike, so the
 // length of such a failure is a choice that reward does not make.
+// REWARD_FIRST_REDO_FORGIVES: as REWARD_FALSE_STEP_FAILS, except that a false first pass is
+// forgiven when it is checked and redone right at once: the step is followed directly by
+// ". check <its a op b>=... no. redo <its a op b>=<the right value>". A false redo is never
+// forgiven, so checking pays, but after a failed first redo every continuation fails alike.
 typedef enum {
     REWARD_OUTCOME = 0,
     REWARD_DISAGREEMENT_FAILS = 1,
-    REWARD_FALSE_STEP_FAILS = 2
+    REWARD_FALSE_STEP_FAILS = 2,
+    REWARD_FIRST_REDO_FORGIVES = 3
 } RewardRule;
-// "outcome", "disagreement_fails", "false_step_fails" -> 0; -1 otherwise.
+// "outcome", "disagreement_fails", "false_step_fails", "first_redo_forgives" -> 0; -1
+// otherwise.
 int reward_rule_parse(const char *name, RewardRule *out);
 // Applies the rule to v, the verdict verify_response gave for `response_text`: only
 // v->reward changes (the flags, `correct` and `recovered` stay the verifier's).
 void verdict_apply_rule(Verdict *v, const char *response_text, RewardRule rule);
 // 1 if the text has a false step as defined above (exposed for tests)
 int template_has_false_step(const char *response_text);
+// 1 if the text has a false step that REWARD_FIRST_REDO_FORGIVES does not forgive
+int template_has_unforgiven_step(const char *response_text);
 
 // ---- the environment's check verdict (world.check_verdict = environment)
 // A sampler environment (SamplerConfig.env): when the response so far ends with a check
