@@ -297,7 +297,7 @@ void verify_response(Template t, const Task *task, const char *text, int stopped
 int reward_rule_parse(const char *name, RewardRule *out) {
     static const char *const names[] = {"outcome", "disagreement_fails", "false_step_fails",
                                         "first_redo_forgives"};
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
         if (strcmp(name, names[k]) == 0) {
             *out = (RewardRule)k;
             return 0;
@@ -319,58 +319,47 @@ static const char *value_end(const char *q) {
     return e;
 }
 
+// p past ". <mark>" if the text at p is that, else NULL
+static const char *after_clause_mark(const char *p, const char *mark) {
+    size_t n = strlen(mark);
+    return strncmp(p, ". ", 2) == 0 && strncmp(p + 2, mark, n) == 0 ? p + 2 + n : NULL;
+}
+
 // 1 if the false step [s, e) (its '=' at q) is followed at once by ". check <same a op b>=...
 // no." (once or more: re-checks) and ". redo <same a op b>=<right value>": refuted and
 // redone right at the first try
 static int redone_right_at_once(const char *s, const char *q, const char *e) {
     const size_t lhs = (size_t)(q - s) + 1;  // "a op b=", the '=' included
-    const size_t lc = strlen(MARK_CHECK), ln = strlen(MARK_NO), lr = strlen(MARK_REDO);
-    const char *p = e;
+    const char *p = e, *c;
     int checks = 0;
-    while (strncmp(p, ". ", 2) == 0 && strncmp(p + 2, MARK_CHECK, lc) == 0) {
-        p += 2 + lc;
-        if (strncmp(p, s, lhs) != 0) return 0;
-        while (*p && strchr(STEP_CHARS, *p)) p++;
-        if (strncmp(p, MARK_NO, ln) != 0) return 0;
-        p += ln;
-        checks++;
+    for (; (c = after_clause_mark(p, MARK_CHECK)); checks++) {
+        if (strncmp(c, s, lhs) != 0) return 0;
+        while (*c && strchr(STEP_CHARS, *c)) c++;
+        if (strncmp(c, MARK_NO, strlen(MARK_NO)) != 0) return 0;
+        p = c + strlen(MARK_NO);
     }
-    if (!checks || strncmp(p, ". ", 2) != 0 || strncmp(p + 2, MARK_REDO, lr) != 0) return 0;
-    p += 2 + lr;
-    if (strncmp(p, s, lhs) != 0) return 0;
-    return check_step(p, value_end(p + lhs - 1)) == 1;
+    const char *r = checks ? after_clause_mark(p, MARK_REDO) : NULL;
+    return r && strncmp(r, s, lhs) == 0 && check_step(r, value_end(r + lhs - 1)) == 1;
 }
 
-// The steps of a response, each with its '=' at q and spanning [s, e); calls visit until it
-// returns nonzero and returns that (0 when every step was visited). Checks are not steps.
-static int each_step(const char *text, int (*visit)(const char *s, const char *q, const char *e,
-                                                   const char *text)) {
+// 1 if the response has a false step (a clause "a op b=v" outside a check that is wrong or
+// does not parse), not counting, when forgive_first_redo, first passes redone right at once
+static int has_bad_step(const char *text, int forgive_first_redo) {
     static const char *const OPERAND = "0123456789+-*()";
     for (const char *q = strchr(text, '='); q; q = strchr(q + 1, '=')) {
         const char *s = q, *e = value_end(q);
         while (s > text && strchr(OPERAND, s[-1])) s--;
-        if (preceded_by(text, s, MARK_CHECK)) continue;
-        int r = visit(s, q, e, text);
-        if (r) return r;
+        if (preceded_by(text, s, MARK_CHECK) || check_step(s, e) == 1) continue;
+        // a redo gets no second chance; a first pass does if its first redo is right
+        if (!forgive_first_redo || preceded_by(text, s, MARK_REDO) || !redone_right_at_once(s, q, e))
+            return 1;
     }
     return 0;
 }
 
-static int step_false(const char *s, const char *q, const char *e, const char *text) {
-    (void)q;
-    (void)text;
-    return check_step(s, e) != 1;
-}
+int template_has_false_step(const char *text) { return has_bad_step(text, 0); }
 
-static int step_unforgiven(const char *s, const char *q, const char *e, const char *text) {
-    if (check_step(s, e) == 1) return 0;
-    // a redo gets no second chance; a first pass does if its first redo is right
-    return preceded_by(text, s, MARK_REDO) || !redone_right_at_once(s, q, e);
-}
-
-int template_has_false_step(const char *text) { return each_step(text, step_false); }
-
-int template_has_unforgiven_step(const char *text) { return each_step(text, step_unforgiven); }
+int template_has_unforgiven_step(const char *text) { return has_bad_step(text, 1); }
 
 void verdict_apply_rule(Verdict *v, const char *text, RewardRule rule) {
     if (rule == REWARD_DISAGREEMENT_FAILS && v->disagreement) v->reward = 0;
