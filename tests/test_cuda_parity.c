@@ -650,10 +650,11 @@ static void test_group_advantages(void **state) {
     free(rg);
 }
 
-// A minibatch of n responses in the (n,T) layout: random starts and lengths, ratios
-// pi/pi_old in [0.67, 1.5] (the clip binds on both sides), some advantages exactly 0.
+// n responses in the (n,T) layout: random starts and lengths, ratios pi/pi_old in
+// [0.67, 1.5] (the clip binds on both sides), some advantages exactly 0; a micro-batch of a
+// minibatch of M = 3n responses whose other lengths sum to as much again.
 static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t seed) {
-    int n = 37, T = 61;
+    int n = 37, T = 61, M = 3 * n;
     size_t NT = (size_t)n * T;
     int *start = malloc((size_t)n * sizeof(int)), *len = malloc((size_t)n * sizeof(int));
     float *old = malloc(NT * sizeof(float)), *a = malloc((size_t)n * sizeof(float));
@@ -661,6 +662,8 @@ static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t
     fill_ints(len, (size_t)n, seed + 1, 1, T / 2 + 1);
     tu_fill_uniform(a, (size_t)n, seed + 2, -2, 2);
     for (int k = 0; k < n; k += 5) a[k] = 0.0f;
+    double sum_len = 0;
+    for (int k = 0; k < n; k++) sum_len += 2 * len[k];
     Pair logp = pair_rand(NT, seed + 3, -6, -0.01f), ref = pair_rand(NT, seed + 4, -6, -0.01f);
     float *lp = fetch(g_cpu, logp.c, NT);
     tu_fill_uniform(old, NT, seed + 5, -0.4f, 0.4f);
@@ -670,9 +673,9 @@ static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t
     Pair w = pair_out(NT), loss = pair_out(NT), kl = pair_out(NT), coef = pair_out((size_t)n);
     IPair lo = ipair_out((size_t)n), hi = ipair_out((size_t)n);
     kn_token_weights(g_cpu, w.c, loss.c, kl.c, coef.c, lo.c, hi.c, logp.c, lold.c,
-                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, oc);
+                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, M, sum_len, oc);
     kn_token_weights(g_gpu, w.g, loss.g, kl.g, coef.g, lo.g, hi.g, logp.g, lold.g,
-                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, oc);
+                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
     char what[96];
     printf(" token_weights %s, beta %g, %s\n", aggregation_name(oc->aggregation), oc->beta,
            with_ref ? "pi_ref given" : "no pi_ref");
@@ -687,9 +690,9 @@ static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t
     // the optional outputs skipped: w alone
     Pair w2 = pair_out(NT);
     kn_token_weights(g_cpu, w2.c, NULL, NULL, NULL, NULL, NULL, logp.c, lold.c,
-                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, oc);
+                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, M, sum_len, oc);
     kn_token_weights(g_gpu, w2.g, NULL, NULL, NULL, NULL, NULL, logp.g, lold.g,
-                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, oc);
+                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
     check_pair("token_weights w (other outputs NULL)", w2, TOL);
     pair_free(&w2);
     free(start);
@@ -817,7 +820,7 @@ static void test_empty_sizes(void **state) {
     kn_adamw_update(g_gpu, f, f, f, f, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1);
     ObjectiveConfig oc = objective("grpo", SCALE_GROUP_STD, 1, 0);
     kn_group_advantages(g_gpu, f, f, f, f, 0, 4, &oc);
-    kn_token_weights(g_gpu, f, f, f, f, i, i, f, f, f, f, i, i, 0, 8, &oc);
+    kn_token_weights(g_gpu, f, f, f, f, i, i, f, f, f, f, i, i, 0, 8, 1, 1.0, &oc);
     bk_sync(g_gpu);
     bk_free(g_gpu, f);
     bk_free(g_gpu, i);

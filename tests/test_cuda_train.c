@@ -3,7 +3,7 @@
 // CUDA backend against the CPU backend, on forced identical rollouts: the same fixed prompts,
 // responses and rewards on both sides (no sampling) and the same initial parameters.
 // Two minibatches of one epoch, so the second one's weights have rho != 1 (the first
-// AdamW step moved the policy) and its clip can bind. Compared, relative errors printed:
+// AdamW step moved the policy) and its clip can bind; once more with micro-batches. Compared, relative errors printed:
 // advantages, old and reference log-probs, the token weights of each minibatch, the step
 // statistics, the gradients and the parameters after each AdamW step.
 //
@@ -96,7 +96,7 @@ typedef struct {
 static const int ORDER[N] = {5, 0, 9, 2, 11, 7, 1, 4, 10, 3, 8, 6};
 
 static void rl_step(Backend *bk, const Model *init, const Model *init_ref, const Forced *f,
-                    const ObjectiveConfig *oc, StepResult *out) {
+                    const ObjectiveConfig *oc, int micro, StepResult *out) {
     ModelConfig c = step_config();
     Model *m = model_create(bk, &c), *ref = init_ref ? model_create(bk, &c) : NULL;
     model_copy_params(m, init);
@@ -124,13 +124,13 @@ static void rl_step(Backend *bk, const Model *init, const Model *init_ref, const
                  .advantage = out->adv, .tok_offset = f->tok_off, .logp_old = out->logp_old,
                  .logp_ref = ref ? out->logp_ref : NULL};
     // train.c's epoch: pi_old of every minibatch first, then one update per minibatch
-    for (int k0 = 0; k0 < N; k0 += M) train_old_logp(m, ref, &r, ORDER + k0, M);
+    for (int k0 = 0; k0 < N; k0 += M) train_old_logp(m, ref, &r, ORDER + k0, M, micro);
     AdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-4f,
                        .weight_decay = 0.0f, .grad_clip = 1.0f};
     size_t np = model_num_params(m);
     for (int mb = 0; mb < 2; mb++) {
         model_zero_grad(m);
-        double cs = train_minibatch_gradient(m, oc, &r, ORDER + mb * M, M, out->weights,
+        double cs = train_minibatch_gradient(m, oc, &r, ORDER + mb * M, M, micro, out->weights,
                                              mb == 0 ? unbiased : NULL, &out->st[mb]);
         if (mb == 0) out->cosine = cs;
         out->grads[mb] = xmalloc(np * sizeof(float));
@@ -168,11 +168,12 @@ static void check_scalar(const char *what, double got, double ref, double tol) {
     tu_check_rel(what, tu_rel_err_d(&got, &ref, 1), tol);
 }
 
-static void rl_step_case(const char *preset, float beta) {
+static void rl_step_case(const char *preset, float beta, int micro) {
     ObjectiveConfig oc;
     assert_int_equal(objective_preset(preset, MAX_RESP, &oc), 0);
     oc.beta = beta;
-    printf(" one RL step, %s, beta %g\n", preset, beta);
+    printf(" one RL step, %s, beta %g, %s\n", preset, beta,
+           micro ? "micro-batches of 4 (train.micro_batch)" : "one pass per minibatch");
     ModelConfig c = step_config();
     Model *init = model_create(cpu, &c), *init_ref = beta > 0 ? model_create(cpu, &c) : NULL;
     model_init_params(init, 61);
@@ -180,8 +181,8 @@ static void rl_step_case(const char *preset, float beta) {
     Forced f;
     forced_rollout(&f, c.vocab_size);
     StepResult rc, rg;
-    rl_step(cpu, init, init_ref, &f, &oc, &rc);
-    rl_step(gpu, init, init_ref, &f, &oc, &rg);
+    rl_step(cpu, init, init_ref, &f, &oc, micro, &rc);
+    rl_step(gpu, init, init_ref, &f, &oc, micro, &rg);
     size_t np = model_num_params(init);
     tu_check_rel("advantages", tu_rel_err(rg.adv, rc.adv, N), 1e-5);
     tu_check_rel("old log-probs", tu_rel_err(rg.logp_old, rc.logp_old, (size_t)f.ntok), 1e-5);
@@ -222,17 +223,23 @@ static void rl_step_case(const char *preset, float beta) {
 
 static void test_rl_step_grpo(void **state) {
     if (!gpu) skip();
-    rl_step_case("grpo", 0.0f);
+    rl_step_case("grpo", 0.0f, 0);
 }
 
 static void test_rl_step_dapo_kl(void **state) {
     if (!gpu) skip();
-    rl_step_case("dapo", 0.05f);
+    rl_step_case("dapo", 0.05f, 0);
 }
 
 static void test_rl_step_dr_grpo(void **state) {
     if (!gpu) skip();
-    rl_step_case("dr_grpo", 0.0f);
+    rl_step_case("dr_grpo", 0.0f, 0);
+}
+
+// Passes of 4 and 2 responses per minibatch of 6, the bias diagnostic's forward run again.
+static void test_rl_step_dapo_kl_micro(void **state) {
+    if (!gpu) skip();
+    rl_step_case("dapo", 0.05f, 4);
 }
 
 int main(void) {
@@ -240,6 +247,7 @@ int main(void) {
         cmocka_unit_test(test_rl_step_grpo),
         cmocka_unit_test(test_rl_step_dapo_kl),
         cmocka_unit_test(test_rl_step_dr_grpo),
+        cmocka_unit_test(test_rl_step_dapo_kl_micro),
     };
     return cmocka_run_group_tests_name("cuda_train", tests, setup, teardown);
 }

@@ -500,13 +500,13 @@ static void dr_grpo_gradient_check(int with_env) {
     Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = g.length,
                  .advantage = adv, .tok_offset = off, .logp_old = logp_old, .logp_ref = NULL,
                  .env = with_env ? env : NULL};
-    train_old_logp(m, NULL, &r, idx, N);
+    train_old_logp(m, NULL, &r, idx, N, 0);
     size_t np = model_num_params(m);
     float *g_trainer = xmalloc(np * sizeof(float)), *g_ref = xcalloc(np, sizeof(float));
     float *g_i = xmalloc(np * sizeof(float));
     model_zero_grad(m);
     MinibatchStats st;
-    train_minibatch_gradient(m, &oc, &r, idx, N, w, NULL, &st);
+    train_minibatch_gradient(m, &oc, &r, idx, N, 0, w, NULL, &st);
     bk_download(bk, g_trainer, model_grads(m), np * sizeof(float));
     assert_int_equal(st.clipped_low + st.clipped_high, 0);
     // explicit: -dL/dtheta = sum_i A_i / (M L_max) * grad sum_t log pi(o_it)
@@ -552,7 +552,7 @@ static void dr_grpo_gradient_check(int with_env) {
                 if (shift > 0 && adv[i] < 0) want_low++;
                 if (shift < 0 && adv[i] > 0) want_high++;
             }
-        train_minibatch_gradient(m, &oc, &r, idx, N, NULL, NULL, &st);
+        train_minibatch_gradient(m, &oc, &r, idx, N, 0, NULL, NULL, &st);
         printf("  pi_old %+d: clipped %lld low / %lld high of %lld policy tokens\n", shift,
                st.clipped_low, st.clipped_high, (long long)st.tokens);
         assert_int_equal(st.clipped_low, want_low);
@@ -572,6 +572,93 @@ static void dr_grpo_gradient_check(int with_env) {
 
 static void test_dr_grpo_gradient(void **state) { dr_grpo_gradient_check(0); }
 static void test_env_tokens_masked(void **state) { dr_grpo_gradient_check(1); }
+
+// Micro-batches (train.micro_batch) give the one-pass update up to rounding: on a fixed
+// rollout of N responses of unequal prompt and response lengths (every fifth response token
+// the environment's), per objective, with pi_old shifted off pi_theta so that the clip binds
+// on both sides, and for GRPO with a reference model and a KL term: old and reference
+// log-probs, logged token weights, gradients, the bias cosine and the statistics of
+// train_minibatch_gradient with micro = 3 (passes of 3, 3 and 2 responses) against micro = 0.
+static void test_micro_batches_equal_one_pass(void **state) {
+    enum { N = 8, PMAX = 12, RMAX = 40 };
+    char err[256];
+    ModelConfig mc = tiny_model_config();
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    assert_non_null(bk);
+    Model *m = model_create(bk, &mc), *ref = model_create(bk, &mc);
+    model_init_params(m, 5);
+    model_init_params(ref, 6);
+    int prompt[N][PMAX], resp[N][RMAX], plen[N], rlen[N], off[N], idx[N], ntok = 0;
+    const int *pp[N], *rp[N];
+    float adv[N], unbiased[N];
+    int V = mc.vocab_size;
+    for (int i = 0; i < N; i++) {
+        plen[i] = 4 + (i * 5) % (PMAX - 4);
+        rlen[i] = 1 + (i * 17 + 3) % RMAX;
+        for (int t = 0; t < plen[i]; t++) prompt[i][t] = 2 + (i * 7 + t * 3) % (V - 2);
+        for (int t = 0; t < rlen[i]; t++) resp[i][t] = 2 + (i * 11 + t * 5) % (V - 2);
+        pp[i] = prompt[i];
+        rp[i] = resp[i];
+        off[i] = ntok;
+        ntok += rlen[i];
+        idx[i] = (i * 3) % N;  // a shuffled minibatch: 0 3 6 1 4 7 2 5
+        adv[i] = (float)(i % 3) - 1.0f + 0.25f * (float)i / N;
+        unbiased[i] = 0.5f * adv[i] + 0.1f;
+    }
+    unsigned char env[N * RMAX] = {0};
+    for (int j = 4; j < ntok; j += 5) env[j] = 1;
+    size_t np = model_num_params(m);
+    const char *presets[] = {"grpo", "dr_grpo", "dapo", "rloo", "grpo"};
+    for (int p = 0; p < 5; p++) {
+        int with_ref = p == 4;
+        ObjectiveConfig oc;
+        assert_int_equal(objective_preset(presets[p], RMAX, &oc), 0);
+        if (with_ref) oc.beta = 0.05f;
+        float old[2][N * RMAX], lref[2][N * RMAX], w[2][N * RMAX], old0[N * RMAX], *g[2];
+        MinibatchStats st[2];
+        double cos[2];
+        for (int pass = 0; pass < 2; pass++) {
+            int micro = pass ? 3 : 0;
+            Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = rlen,
+                         .advantage = adv, .tok_offset = off, .logp_old = old[pass],
+                         .logp_ref = with_ref ? lref[pass] : NULL, .env = env};
+            train_old_logp(m, with_ref ? ref : NULL, &r, idx, N, micro);
+            if (!pass) memcpy(old0, old[0], (size_t)ntok * sizeof(float));
+            if (pass) {
+                tu_check_rel("old log-probs, micro-batches vs one pass",
+                             tu_rel_err(old[1], old0, (size_t)ntok), 1e-5);
+                if (with_ref)
+                    tu_check_rel("ref log-probs, micro-batches vs one pass",
+                                 tu_rel_err(lref[1], lref[0], (size_t)ntok), 1e-5);
+            }
+            for (int j = 0; j < ntok; j++)  // pi_old off pi_theta: ratios e^-0.4 .. e^0.4
+                old[pass][j] += 0.8f * (float)((j * 37) % 101) / 100.0f - 0.4f;
+            model_zero_grad(m);
+            cos[pass] = train_minibatch_gradient(m, &oc, &r, idx, N, micro, w[pass], unbiased,
+                                                 &st[pass]);
+            g[pass] = xmalloc(np * sizeof(float));
+            bk_download(bk, g[pass], model_grads(m), np * sizeof(float));
+        }
+        printf("  %s%s: %lld tokens, clipped %lld low / %lld high; loss %.6g / %.6g, cosine "
+               "%.6f / %.6f (one pass / micro-batches of 3)\n", presets[p],
+               with_ref ? " with KL" : "", st[0].tokens, st[0].clipped_low, st[0].clipped_high,
+               st[0].loss, st[1].loss, cos[0], cos[1]);
+        assert_true(st[0].tokens == st[1].tokens && st[0].tokens < ntok);
+        assert_true(st[0].clipped_low == st[1].clipped_low && st[0].clipped_high == st[1].clipped_high);
+        assert_true(st[0].clipped_low > 0 && st[0].clipped_high > 0);
+        tu_check_rel("token weights", tu_rel_err(w[1], w[0], (size_t)ntok), 1e-5);
+        tu_check_rel("gradients", tu_rel_err(g[1], g[0], np), 1e-5);
+        tu_check_rel("loss", tu_rel_err_d(&st[1].loss, &st[0].loss, 1), 1e-5);
+        tu_check_rel("entropy sum", tu_rel_err_d(&st[1].entropy_sum, &st[0].entropy_sum, 1), 1e-5);
+        if (with_ref) tu_check_rel("KL sum", tu_rel_err_d(&st[1].kl_sum, &st[0].kl_sum, 1), 1e-5);
+        tu_check_rel("bias cosine", tu_rel_err_d(&cos[1], &cos[0], 1), 1e-5);
+        free(g[0]);
+        free(g[1]);
+    }
+    model_free(m);
+    model_free(ref);
+    backend_destroy(bk);
+}
 
 static void test_bad_configs(void **state) {
     char out[4096], args[1024];
@@ -631,6 +718,7 @@ int main(void) {
         cmocka_unit_test(test_dynamic_sampling),
         cmocka_unit_test(test_dr_grpo_gradient),
         cmocka_unit_test(test_env_tokens_masked),
+        cmocka_unit_test(test_micro_batches_equal_one_pass),
         cmocka_unit_test(test_same_seed_same_log),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_resume_refuses_other_config),

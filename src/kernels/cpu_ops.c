@@ -692,16 +692,14 @@ void cpu_group_advantages(Backend *b, float *adv, float *group_mean, float *grou
 void cpu_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                        int *clip_high, const float *logp, const float *logp_old,
                        const float *logp_ref, const float *adv, const int *start, const int *len,
-                       int n, int T, const struct ObjectiveConfig *oc) {
+                       int n, int T, int M, double sum_len, const struct ObjectiveConfig *oc) {
     size_t NT = (size_t)n * T;
     memset(w, 0, NT * sizeof(float));
     if (loss) memset(loss, 0, NT * sizeof(float));
     if (kl) memset(kl, 0, NT * sizeof(float));
-    double sum_len = 0;
-    for (int k = 0; k < n; k++) sum_len += len[k];
     for (int k = 0; k < n; k++) {
         float A = adv[k];
-        float c = aggregation_coef(oc->aggregation, n, len[k], sum_len, oc->l_max);
+        float c = aggregation_coef(oc->aggregation, M, len[k], sum_len, oc->l_max);
         int lo = 0, hi = 0;
         for (int t = 0; t < len[k]; t++) {
             size_t p = (size_t)k * T + (size_t)(start[k] + t);

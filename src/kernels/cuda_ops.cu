@@ -1178,19 +1178,12 @@ extern "C" void cuda_group_advantages(Backend *b, float *adv, float *group_mean,
 __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *coef,
                                      int *clip_low, int *clip_high, const float *logp,
                                      const float *logp_old, const float *logp_ref,
-                                     const float *adv, const int *start, const int *len, int n,
-                                     int T, ObjectiveConfig oc) {
-    __shared__ double sum_len;
+                                     const float *adv, const int *start, const int *len, int T,
+                                     int M, double sum_len, ObjectiveConfig oc) {
     __shared__ int lo_part[TW_THREADS], hi_part[TW_THREADS];
     int k = blockIdx.x;
-    if (threadIdx.x == 0) {
-        double s = 0;
-        for (int j = 0; j < n; j++) s += len[j];
-        sum_len = s;
-    }
-    __syncthreads();
     float A = adv[k];
-    float c = aggregation_coef(oc.aggregation, n, len[k], sum_len, oc.l_max);
+    float c = aggregation_coef(oc.aggregation, M, len[k], sum_len, oc.l_max);
     int s0 = start[k], lk = len[k], lo = 0, hi = 0;
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
         size_t p = (size_t)k * T + t;
@@ -1228,13 +1221,13 @@ __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *co
 extern "C" void cuda_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef,
                                    int *clip_low, int *clip_high, const float *logp,
                                    const float *logp_old, const float *logp_ref, const float *adv,
-                                   const int *start, const int *len, int n, int T,
-                                   const struct ObjectiveConfig *oc) {
+                                   const int *start, const int *len, int n, int T, int M,
+                                   double sum_len, const struct ObjectiveConfig *oc) {
     (void)b;
     if (n <= 0 || T <= 0) return;
     token_weights_kernel<<<row_blocks((size_t)n, "token_weights"), TW_THREADS>>>(
-        w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, adv, start, len, n, T,
-        *oc);
+        w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, adv, start, len, T, M,
+        sum_len, *oc);
     LAUNCH_CHECK("token_weights_kernel");
 }
 

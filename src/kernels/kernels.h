@@ -158,9 +158,11 @@ struct ObjectiveConfig;
 // group_mean (P), group_std (P) the groups' reward statistics (NULL: not written).
 void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
                          const float *rewards, int P, int G, const struct ObjectiveConfig *oc);
-// PPO-clip token weights of a minibatch of n responses in the trainer's (n,T) layout: the
-// tokens of response k are row k, positions start[k] .. start[k]+len[k]-1 (the logp of a
-// response token sits at its input position). M = n; sum_len = sum_k len[k].
+// PPO-clip token weights of n responses in the trainer's (n,T) layout: the tokens of response
+// k are row k, positions start[k] .. start[k]+len[k]-1 (the logp of a response token sits at
+// its input position). The n rows are all or part (a micro-batch) of a minibatch of M
+// responses whose lengths sum to sum_len: the aggregation's normalizers (for a whole
+// minibatch M = n and sum_len = sum_k len[k]).
 // logp, logp_old (n,T); logp_ref (n,T) or NULL (then pi_ref = pi_theta: no KL);
 // adv (n) A_k; start, len (n) ->
 //   w (n,T)     token weight w = -dL/dlogp = ppo_token_weight(c_k, A_k, ...), 0 elsewhere;
@@ -174,7 +176,7 @@ void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group
 void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                       int *clip_high, const float *logp, const float *logp_old,
                       const float *logp_ref, const float *adv, const int *start, const int *len,
-                      int n, int T, const struct ObjectiveConfig *oc);
+                      int n, int T, int M, double sum_len, const struct ObjectiveConfig *oc);
 
 // ---- optimizer
 // Sum of squares of g (n), returned on the host; deterministic order.

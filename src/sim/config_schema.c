@@ -139,6 +139,10 @@ const CfgKey CONFIG_SCHEMA[] = {
      "G: responses sampled per question (>= 2: the baseline is a group mean)"},
     {"train", "minibatch_size", CFG_INT, "32", 1, 1048576, NULL,
      "M: responses per optimizer step; must divide prompts_per_step * group_size"},
+    {"train", "micro_batch", CFG_INT, "0", 0, 1048576, NULL,
+     "responses per forward/backward pass within a minibatch, sorted by length (gradients "
+     "accumulated: the same update up to rounding, less padding); 0 = by backend: 8 on the CPU, "
+     "one pass on CUDA; >= minibatch_size: one pass"},
     {"train", "ppo_epochs", CFG_INT, "1", 1, 1000, NULL, "mu: passes over each rollout batch"},
     {"train", "temperature", CFG_FLOAT, "1", 1e-3, 100, NULL, "sampling temperature of the rollouts"},
     {"train", "top_p", CFG_FLOAT, "1", 1e-6, 1, NULL, "nucleus sampling mass of the rollouts"},

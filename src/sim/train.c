@@ -78,17 +78,42 @@ static size_t token_pos(const Rollout *r, int i, int k, int T, int t) {
     return (size_t)k * T + (size_t)(r->prompt_len[i] - 1 + t);
 }
 
-void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n) {
-    for (int pass = 0; pass < (ref ? 2 : 1); pass++) {
-        float *logp;
-        int T = minibatch_forward(pass ? ref : m, r, idx, n, &logp, NULL);
-        float *dst = pass ? r->logp_ref : r->logp_old;
-        for (int k = 0; k < n; k++) {
-            int i = idx[k];
-            for (int t = 0; t < r->resp_len[i]; t++) dst[r->tok_offset[i] + t] = logp[token_pos(r, i, k, T, t)];
+// The rows of the minibatch idx[0..n) in the order the forward passes take them, and the
+// rows per pass (*mb): with micro-batches of micro < n rows, sorted by sequence length,
+// longest first (ties keep idx's order), so that a pass pads little; otherwise idx as it is.
+// Freed by the caller.
+static int *forward_rows(const Rollout *r, const int *idx, int n, int micro, int *mb) {
+    int *rows = xmalloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    memcpy(rows, idx, (size_t)n * sizeof(int));
+    *mb = micro > 0 && micro < n ? micro : n;
+    if (*mb == n) return rows;
+    for (int a = 1; a < n; a++)  // insertion sort: stable, n is a minibatch
+        for (int b = a; b > 0; b--) {
+            int p = rows[b - 1], q = rows[b];
+            if (r->prompt_len[p] + r->resp_len[p] >= r->prompt_len[q] + r->resp_len[q]) break;
+            rows[b - 1] = q;
+            rows[b] = p;
         }
-        free(logp);
-    }
+    return rows;
+}
+
+void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n, int micro) {
+    int mb, *rows = forward_rows(r, idx, n, micro, &mb);
+    for (int pass = 0; pass < (ref ? 2 : 1); pass++)
+        for (int c0 = 0; c0 < n; c0 += mb) {
+            int nc = n - c0 < mb ? n - c0 : mb;
+            const int *cr = rows + c0;
+            float *logp;
+            int T = minibatch_forward(pass ? ref : m, r, cr, nc, &logp, NULL);
+            float *dst = pass ? r->logp_ref : r->logp_old;
+            for (int k = 0; k < nc; k++) {
+                int i = cr[k];
+                for (int t = 0; t < r->resp_len[i]; t++)
+                    dst[r->tok_offset[i] + t] = logp[token_pos(r, i, k, T, t)];
+            }
+            free(logp);
+        }
+    free(rows);
 }
 
 // Backward of dL/dlogp = -w (device, (n, T)) through the last forward.
@@ -155,9 +180,12 @@ static void token_weight_buffers_free(Backend *bk, TokenWeightBuffers *d) {
     for (size_t j = 0; j < sizeof all / sizeof all[0]; j++) bk_free(bk, all[j]);
 }
 
-double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
-                                const int *idx, int n, float *weights, const float *unbiased_adv,
-                                MinibatchStats *st) {
+// Forward of the rows idx[0..n) (a whole minibatch, or a micro-batch of one of M responses
+// whose lengths sum to sum_len), their token weights (into weights, if not NULL), their
+// statistics added to *s in row order, and the backward of dlogp = -w, accumulated into m's
+// gradients. Returns the forward's T.
+static int rows_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r, const int *idx,
+                         int n, int M, double sum_len, float *weights, MinibatchStats *s) {
     Backend *bk = model_backend(m);
     float *entropy;
     int T = minibatch_forward(m, r, idx, n, NULL, &entropy);
@@ -167,8 +195,8 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
     token_weight_buffers_upload(bk, &d, r, idx, n, T);
     kn_token_weights(bk, d.w, d.loss, oc->beta != 0.0f ? d.kl : NULL, d.coef, d.clip_low,
                      d.clip_high, model_logp(m), d.logp_old, d.logp_ref, d.adv, d.start, d.len, n,
-                     T, oc);
-    // the step's statistics and the logged weights, summed on the host in response order
+                     T, M, sum_len, oc);
+    // the step's statistics and the logged weights, summed on the host in row order
     float *w = xmalloc(NT * sizeof(float)), *loss = xmalloc(NT * sizeof(float));
     float *kl = oc->beta != 0.0f ? xmalloc(NT * sizeof(float)) : NULL;
     float *coef = xmalloc((size_t)n * sizeof(float));
@@ -184,7 +212,6 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
     // could land on the other side of it by an ulp of expf: at most a token's difference)
     float *lp = r->env ? xmalloc(NT * sizeof(float)) : NULL;
     if (lp) bk_download(bk, lp, model_logp(m), NT * sizeof(float));
-    MinibatchStats s = {0};
     int masked = 0;
     for (int k = 0; k < n; k++) {
         int i = idx[k];
@@ -205,32 +232,76 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
                 continue;
             }
             if (weights) weights[r->tok_offset[i] + t] = w[p];
-            s.loss += (double)coef[k] * loss[p];
-            if (kl) s.kl_sum += kl[p];
-            s.entropy_sum += entropy[p];
-            s.tokens++;
+            s->loss += (double)coef[k] * loss[p];
+            if (kl) s->kl_sum += kl[p];
+            s->entropy_sum += entropy[p];
+            s->tokens++;
         }
-        s.clipped_low += clip_low[k];
-        s.clipped_high += clip_high[k];
+        s->clipped_low += clip_low[k];
+        s->clipped_high += clip_high[k];
     }
     if (masked) bk_upload(bk, d.w, w, NT * sizeof(float));
     backward_weights(m, d.w, n, T);
+    token_weight_buffers_free(bk, &d);
+    free(lp);
+    free(w);
+    free(loss);
+    free(kl);
+    free(coef);
+    free(clip_low);
+    free(clip_high);
+    free(entropy);
+    return T;
+}
+
+// Backward of the unbiased policy gradient through the last forward, of the rows idx[0..n)
+// in its (n, T) layout: weight unbiased_adv[i] on every policy token of response i (sum over
+// tokens, no normalisation), accumulated into m's gradients.
+static void unbiased_backward(Model *m, const Rollout *r, const int *idx, int n, int T,
+                              const float *unbiased_adv) {
+    Backend *bk = model_backend(m);
+    size_t NT = (size_t)n * T;
+    float *w = xcalloc(NT, sizeof(float)), *d_w = bk_alloc(bk, NT * sizeof(float));
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        for (int t = 0; t < r->resp_len[i]; t++)
+            if (!r->env || !r->env[r->tok_offset[i] + t]) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
+    }
+    bk_upload(bk, d_w, w, NT * sizeof(float));
+    backward_weights(m, d_w, n, T);
+    bk_free(bk, d_w);
+    free(w);
+}
+
+double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
+                                const int *idx, int n, int micro, float *weights,
+                                const float *unbiased_adv, MinibatchStats *st) {
+    MinibatchStats s = {0};
+    if (n <= 0) {
+        if (st) *st = s;
+        return NAN;
+    }
+    Backend *bk = model_backend(m);
+    int mb, *rows = forward_rows(r, idx, n, micro, &mb);
+    double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
+    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
+    int last0 = 0, last_T = 0;
+    for (int c0 = 0; c0 < n; c0 += mb) {
+        last0 = c0;
+        last_T = rows_gradient(m, oc, r, rows + c0, n - c0 < mb ? n - c0 : mb, n, sum_len, weights, &s);
+    }
     double cosine = NAN;
     if (unbiased_adv) {
-        // the unbiased policy gradient: weight (r_i - mean of the group) on every token
         size_t np = model_num_params(m);
         float *g_obj = xmalloc(np * sizeof(float)), *g_unb = xmalloc(np * sizeof(float));
         bk_download(bk, g_obj, model_grads(m), np * sizeof(float));
-        memset(w, 0, NT * sizeof(float));
-        for (int k = 0; k < n; k++) {
-            int i = idx[k];
-            for (int t = 0; t < r->resp_len[i]; t++)
-                if (!r->env || !r->env[r->tok_offset[i] + t])
-                    w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
-        }
-        bk_upload(bk, d.w, w, NT * sizeof(float));
         model_zero_grad(m);
-        backward_weights(m, d.w, n, T);
+        // the last micro-batch's forward is still in m; the others are run again
+        unbiased_backward(m, r, rows + last0, n - last0, last_T, unbiased_adv);
+        for (int c0 = 0; c0 < last0; c0 += mb) {
+            int T = minibatch_forward(m, r, rows + c0, mb, NULL, NULL);
+            unbiased_backward(m, r, rows + c0, mb, T, unbiased_adv);
+        }
         bk_download(bk, g_unb, model_grads(m), np * sizeof(float));
         bk_upload(bk, model_grads(m), g_obj, np * sizeof(float));
         double dot = 0, na = 0, nb = 0;
@@ -244,22 +315,14 @@ double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollo
         free(g_unb);
     }
     if (st) *st = s;
-    token_weight_buffers_free(bk, &d);
-    free(lp);
-    free(w);
-    free(loss);
-    free(kl);
-    free(coef);
-    free(clip_low);
-    free(clip_high);
-    free(entropy);
+    free(rows);
     return cosine;
 }
 
 // ---------------------------------------------------------------- settings
 typedef struct {
     const char *init;
-    int steps, P, G, M, epochs, eval_every, checkpoint_every, bias_diagnostic;
+    int steps, P, G, M, micro, epochs, eval_every, checkpoint_every, bias_diagnostic;
     float temperature, top_p;
     double level_weights[WORLD_NUM_LEVELS];
     Template template_kind;
@@ -275,6 +338,7 @@ static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc
     s->P = (int)config_int(c, "train.prompts_per_step");
     s->G = (int)config_int(c, "train.group_size");
     s->M = (int)config_int(c, "train.minibatch_size");
+    s->micro = (int)config_int(c, "train.micro_batch");
     s->epochs = (int)config_int(c, "train.ppo_epochs");
     s->eval_every = (int)config_int(c, "train.eval_every");
     s->checkpoint_every = (int)config_int(c, "train.checkpoint_every");
@@ -405,6 +469,8 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "config", text, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "seed", (int64_t)s->seed, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "train.micro_batch", s->micro > 0 && s->micro < s->M ? s->micro : s->M,
+                                 err, errlen) == 0 &&
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
@@ -602,6 +668,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         fprintf(stderr, "grpolab: error: %s\n", err);
         return 2;
     }
+    if (S.micro == 0 && bk->kind == BACKEND_CPU) S.micro = TRAIN_CPU_MICRO_BATCH;
     Model *m = model_create(bk, &mc), *ref = NULL;
     int rc = 0;
     RunLog *rl = NULL;
@@ -689,12 +756,15 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         Generation gen;
         generation_alloc(&gen, N, max_new);
         double t_run = wall_time(), sum_rollout_s = 0, sum_update_s = 0, sum_tokens = 0;
+        char micro_text[64];
+        if (S.micro > 0 && S.micro < M) snprintf(micro_text, sizeof micro_text, "micro-batches of %d", S.micro);
+        else snprintf(micro_text, sizeof micro_text, "one pass");
         fprintf(stderr, "train: %zu parameters from %s, objective %s (baseline %s, scale %s, "
-                "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d, "
-                "%d epoch(s), backend %s\n", model_num_params(m), S.init, oc.preset,
+                "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d "
+                "(%s), %d epoch(s), backend %s\n", model_num_params(m), S.init, oc.preset,
                 baseline_name(oc.baseline), scale_name(oc.scale), aggregation_name(oc.aggregation),
-                oc.eps_low, oc.eps_high, oc.beta, (long long)start_step, S.steps, P, G, M, S.epochs,
-                backend_name(bk->kind));
+                oc.eps_low, oc.eps_high, oc.beta, (long long)start_step, S.steps, P, G, M,
+                micro_text, S.epochs, backend_name(bk->kind));
         int steps_run = 0;
         for (int step = (int)start_step; step <= S.steps && rc == 0; step++) {
             if (S.eval_every > 0 && (step % S.eval_every == 0 || step == S.steps)) {
@@ -794,13 +864,14 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                 shuffle(order, n_kept, S.seed, step, epoch);
                 if (epoch == 0)
                     for (int k0 = 0; k0 < n_kept; k0 += M)
-                        train_old_logp(m, ref, &r, order + k0, n_kept - k0 < M ? n_kept - k0 : M);
+                        train_old_logp(m, ref, &r, order + k0, n_kept - k0 < M ? n_kept - k0 : M,
+                                       S.micro);
                 for (int k0 = 0; k0 < n_kept; k0 += M) {
                     int n = n_kept - k0 < M ? n_kept - k0 : M;
                     MinibatchStats st;
                     model_zero_grad(m);
                     int diag = S.bias_diagnostic && epoch == 0 && k0 == 0;
-                    double cs = train_minibatch_gradient(m, &oc, &r, order + k0, n,
+                    double cs = train_minibatch_gradient(m, &oc, &r, order + k0, n, S.micro,
                                                          epoch == 0 ? weights : NULL,
                                                          diag ? unbiased : NULL, &st);
                     if (diag) cosine = cs;

@@ -78,21 +78,33 @@ typedef struct {
     long long tokens, clipped_low, clipped_high;
 } MinibatchStats;
 
-// Fills r->logp_old (and r->logp_ref with ref, if not NULL) for the n responses idx[0..n)
-// with one forward pass each of m (and ref) over exactly that minibatch.
-void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n);
+// Micro-batches (train.micro_batch): with 0 < micro < n the minibatch idx[0..n) is run as
+// forward/backward passes of micro responses each, sorted by sequence length (longest
+// first), so that a pass pads less; gradients accumulate over the passes and every
+// normalizer is the whole minibatch's, so the update is the one-pass update up to float
+// rounding. micro = 0 (or >= n): one pass over idx in its order. `grpolab train` resolves
+// the setting's 0 by backend: TRAIN_CPU_MICRO_BATCH on the CPU (on the 2-core EPYC the fig5
+// update ran 1.6x faster on one thread, 1.4x on two: docs/benchmarks.md), one pass on CUDA
+// (launch-bound: more passes would be slower).
+#define TRAIN_CPU_MICRO_BATCH 8
 
-// One forward over the minibatch idx[0..n) of r, the token weights w of objective oc
+// Fills r->logp_old (and r->logp_ref with ref, if not NULL) for the n responses idx[0..n)
+// with forward passes of m (and ref) over exactly that minibatch, in the passes
+// train_minibatch_gradient makes of it with the same micro (so that the first update's
+// ratios are exactly 1).
+void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n, int micro);
+
+// Forward passes over the minibatch idx[0..n) of r, the token weights w of objective oc
 // (kn_token_weights; aggregation over this minibatch, M = n; 0 on the environment's tokens,
-// which still count in |o|) written to weights (per-token
-// layout of r; may be NULL), and one backward with dlogp = -w, accumulated into m's
-// gradients. The statistics in st are summed on the host in response order. If
-// unbiased_adv is not NULL, the gradients of the unbiased policy gradient on the same forward
-// (token weight unbiased_adv[i] on every token of response i, sum over tokens, no
-// normalisation) are then computed as well: its cosine with the objective's gradient is
+// which still count in |o|) written to weights (per-token layout of r; may be NULL), and
+// backward passes with dlogp = -w, accumulated into m's gradients. The statistics in st are
+// summed on the host in the passes' row order. If unbiased_adv is not NULL, the gradients of
+// the unbiased policy gradient over the same minibatch (token weight unbiased_adv[i] on every
+// token of response i, sum over tokens, no normalisation; the passes before the last are run
+// forward again) are then computed as well: its cosine with the objective's gradient is
 // returned and the objective's gradient is left in m. Returns NaN otherwise.
 double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
-                                const int *idx, int n, float *weights, const float *unbiased_adv,
-                                MinibatchStats *st);
+                                const int *idx, int n, int micro, float *weights,
+                                const float *unbiased_adv, MinibatchStats *st);
 
 #endif
