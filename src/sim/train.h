@@ -10,11 +10,11 @@
 //   response tokens, backward, one AdamW step per minibatch. The weights and the loss, KL and
 //   clip terms come back to the host only for the log and the step's statistics.
 //
-// pi_old: the old log-probs are recomputed with a forward pass over each minibatch of the
-// first epoch (same composition, same padding, before any update) rather than taken from the
-// sampler. They then equal the first update's log-probs bit for bit on the CPU, so rho = 1
-// exactly in the first minibatch, and they stay right at temperature / top-p != 1 (the
-// sampler's log-probs are those of the tempered, truncated distribution).
+// pi_old: the old log-probs are recomputed with forward passes over each minibatch of the
+// first epoch (same composition, same micro-batches and padding, before any update) rather
+// than taken from the sampler. They then equal the first update's log-probs bit for bit on
+// the CPU, so rho = 1 exactly in the first minibatch, and they stay right at temperature /
+// top-p != 1 (the sampler's log-probs are those of the tempered, truncated distribution).
 // The logged token weight (/tokens/weight) is the w of the token's first-epoch update.
 //
 // Every random draw is keyed by (run.seed, step, ...), so a run resumed from its checkpoint
