@@ -469,8 +469,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "config", text, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "seed", (int64_t)s->seed, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "train.micro_batch", s->micro > 0 && s->micro < s->M ? s->micro : s->M,
-                                 err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "train.micro_batch", s->micro, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
@@ -668,7 +667,9 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         fprintf(stderr, "grpolab: error: %s\n", err);
         return 2;
     }
+    // train.micro_batch resolved once: 0 by backend, then at most M (M: one pass)
     if (S.micro == 0 && bk->kind == BACKEND_CPU) S.micro = TRAIN_CPU_MICRO_BATCH;
+    if (S.micro == 0 || S.micro > S.M) S.micro = S.M;
     Model *m = model_create(bk, &mc), *ref = NULL;
     int rc = 0;
     RunLog *rl = NULL;
@@ -756,9 +757,8 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         Generation gen;
         generation_alloc(&gen, N, max_new);
         double t_run = wall_time(), sum_rollout_s = 0, sum_update_s = 0, sum_tokens = 0;
-        char micro_text[64];
-        if (S.micro > 0 && S.micro < M) snprintf(micro_text, sizeof micro_text, "micro-batches of %d", S.micro);
-        else snprintf(micro_text, sizeof micro_text, "one pass");
+        char micro_text[64] = "one pass";
+        if (S.micro < M) snprintf(micro_text, sizeof micro_text, "micro-batches of %d", S.micro);
         fprintf(stderr, "train: %zu parameters from %s, objective %s (baseline %s, scale %s, "
                 "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d "
                 "(%s), %d epoch(s), backend %s\n", model_num_params(m), S.init, oc.preset,
