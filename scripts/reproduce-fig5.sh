@@ -12,10 +12,15 @@
 # base model is not affected) with TAG=name (required with SET: the runs go to
 # data/runs/NAME and the figures to plots/NAME, so that they do not mix with the default
 # runs; scripts/fig5-paths.sh),
-# GRPOLAB=path of the binary, JOBS=N (default 1): train N runs at a time, each on nproc/N
-# threads (run.threads) with its output in RUN.h5.log; on the 2-core CPU JOBS=2 keeps both
-# cores busy during the evaluations too. On a GPU keep JOBS=1: on an H200 two runs side by
-# side took 0.5-0.6 s per step each, one alone 0.2 s (docs/results.md).
+# GRPOLAB=path of the binary, JOBS=N|auto: train N runs at a time, each on nproc/N threads
+# (run.threads) with its output in RUN.h5.log and a progress line per run every minute.
+# auto (the default) is 1 on a GPU (on an H200 two runs side by side took 0.5-0.6 s per step
+# each, one alone 0.2 s; docs/results.md) and min(nproc, 2 x SEEDS) on the CPU: on the
+# 2-core CPU both objectives side by side on one thread each, which is faster than one run
+# after the other on two threads (22-26 against 39 minutes for a seed pair) and is how the
+# runs of docs/results.md were made: the CPU's rounding depends on the thread count
+# (OpenBLAS; docs/kernels.md, "Determinism"), so the same seed on another count of threads
+# follows another trajectory.
 # A base model that exists is kept if it was pretrained with the config it would be pretrained
 # with now (`grpolab config --against-model`); if not, the script stops and lists the keys.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
@@ -32,9 +37,9 @@ BIN=${GRPOLAB:-build/grpolab}
 if ! [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]]; then
   echo "reproduce-fig5: SEEDS='$SEEDS': expected a positive integer" >&2; exit 2
 fi
-JOBS=${JOBS:-1}
-if ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
-  echo "reproduce-fig5: JOBS='$JOBS': expected a positive integer" >&2; exit 2
+JOBS=${JOBS:-auto}
+if [ "$JOBS" != auto ] && ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "reproduce-fig5: JOBS='$JOBS': expected a positive integer or auto" >&2; exit 2
 fi
 if [ "$QUICK" != 0 ] && [ "$QUICK" != 1 ]; then
   echo "reproduce-fig5: QUICK='$QUICK': expected 0 or 1" >&2; exit 2
@@ -94,6 +99,15 @@ else
   "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
 fi
 
+if [ "$JOBS" = auto ]; then
+  if [ "$BACKEND" = cuda ] ||
+     { [ "$BACKEND" = auto ] && "$BIN" version | grep -q '^backends: .*cuda (built; device available)'; }; then
+    JOBS=1
+  else
+    JOBS=$(( 2 * SEEDS < $(nproc) ? 2 * SEEDS : $(nproc) ))
+  fi
+  say "JOBS=auto: $JOBS run(s) at a time"
+fi
 THREADS=()
 if [ "$JOBS" -gt 1 ]; then
   t=$(( $(nproc) / JOBS )); [ "$t" -ge 1 ] || t=1
@@ -125,11 +139,36 @@ fi
 runs=()
 running=0
 failed=0
-reap() {  # wait for one background run; remember a failure
-  local rc=0
-  wait -n || rc=$?
-  if [ "$rc" -ne 0 ]; then failed=1; say "a run failed (exit $rc): see its .log"; fi
-  running=$((running - 1))
+declare -A RUN_OF=()  # background pid -> its run log
+# Wait until one background run ends and remember a failure; meanwhile, every minute, the
+# step, reward and ETA of each run from the last progress line of its .log.
+reap() {
+  local waited=0 pid rc line
+  while :; do
+    for pid in "${!RUN_OF[@]}"; do
+      kill -0 "$pid" 2>/dev/null && continue
+      rc=0
+      wait "$pid" || rc=$?
+      if [ "$rc" -ne 0 ]; then
+        failed=1
+        say "${RUN_OF[$pid]} failed (exit $rc): see ${RUN_OF[$pid]}.log"
+      else
+        say "${RUN_OF[$pid]} done"
+      fi
+      unset "RUN_OF[$pid]"
+      running=$((running - 1))
+      return
+    done
+    sleep 2
+    waited=$((waited + 2))
+    if [ $((waited % 60)) = 0 ]; then
+      for pid in "${!RUN_OF[@]}"; do
+        line=$(grep -a '^train step' "${RUN_OF[$pid]}.log" 2>/dev/null | tail -n 1 |
+               sed -n 's/^train step *\([0-9]*\/[0-9]*\) *reward \([0-9.]*\).*ETA *\([0-9]*s\).*/step \1, reward \2, ETA \3/p')
+        say "  $(basename "${RUN_OF[$pid]}"): ${line:-starting (step-0 evaluation)}"
+      done
+    fi
+  done
 }
 for ((k = 0; k < SEEDS; k++)); do
   seed=$((1234 + k))
@@ -155,6 +194,7 @@ for ((k = 0; k < SEEDS; k++)); do
       while [ "$running" -ge "$JOBS" ]; do reap; done
       say "training $obj, seed $seed -> $out (output in $out.log)"
       "${cmd[@]}" > "$out.log" 2>&1 &
+      RUN_OF[$!]=$out
       running=$((running + 1))
     else
       say "training $obj, seed $seed -> $out"
