@@ -94,7 +94,7 @@ else
   if [ "$QUICK" = 1 ]; then
     say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions; about 1.5 minutes)"
   else
-    say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; ~12 min on 2 CPU cores, 27 s on an H200)"
+    say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; 10-15 min on 2 CPU cores, 27 s on an H200)"
   fi
   "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
 fi

@@ -8,6 +8,7 @@
 // shortest correct r1 responses (" </think> <answer> 11 </answer>") of exactly the training
 // questions the runs below draw, until they have probability about one half: the groups then
 // hold both rewards.
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -183,6 +184,15 @@ static void test_same_seed_same_log(void **state) {
     run_ok(c, a, 0);
     run_ok(c, b, 0);
     assert_same_logs(a, b);
+    // the CPU threads the run started with, on which its rounding depends (docs/kernels.md)
+    char err[512];
+    RunLogReader *rd = runlog_reader_open(a, err, sizeof err);
+    if (!rd) fail_msg("%s", err);
+    char *threads = runlog_read_attr_str(rd, "threads", err, sizeof err);
+    if (!threads) fail_msg("%s", err);
+    assert_int_equal(atoi(threads), omp_get_max_threads());
+    free(threads);
+    runlog_reader_close(rd);
     // the fixture makes the groups mixed, so the runs did update the policy
     int64_t n;
     double *mixed = col(a, "train/mixed_group_frac", &n), *rows = col(a, "eval/step", &n);

@@ -3,6 +3,7 @@
 #include "train.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -470,6 +471,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_i64(rl, "seed", (int64_t)s->seed, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "train.micro_batch", s->micro, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "threads", omp_get_max_threads(), err, errlen) == 0 &&
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
@@ -589,8 +591,9 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
         free(then_fp);
         return -1;
     }
-    // keys that do not change what a run computes (threads, backend choice, output path);
-    // train.steps may grow when a run is resumed to go on for longer
+    // keys that change what a run computes at most in rounding (threads: OpenBLAS's threaded
+    // sgemm sums in another order; backend) or not at all (output path); train.steps may grow
+    // when a run is resumed to go on for longer
     const char *ignore[] = {"run.threads", "run.backend", "run.out", "train.steps"};
     int n_ignore = allow_more_steps ? 4 : 3;
     char diff[600];
