@@ -162,7 +162,7 @@ reap() {
     sleep 2
     waited=$((waited + 2))
     if [ $((waited % 60)) = 0 ]; then
-      for pid in "${!RUN_OF[@]}"; do
+      for pid in $(printf '%s\n' "${!RUN_OF[@]}" | sort -n); do  # in the order they started
         line=$(grep -a '^train step' "${RUN_OF[$pid]}.log" 2>/dev/null | tail -n 1 |
                sed -n 's/^train step *\([0-9]*\/[0-9]*\) *reward \([0-9.]*\).*ETA *\([0-9]*s\).*/step \1, reward \2, ETA \3/p')
         say "  $(basename "${RUN_OF[$pid]}"): ${line:-starting (step-0 evaluation)}"
