@@ -12,7 +12,7 @@ const CfgKey CONFIG_SCHEMA[] = {
      "seed of every random stream (init, prompts, sampling); same seed, same run on the CPU"},
     {"run", "backend", CFG_ENUM, "auto", NO_RANGE, "auto|cpu|cuda",
      "kernel backend; auto = cuda when a GPU is usable, else cpu"},
-    {"run", "threads", CFG_INT, "0", 0, 1024, NULL, "CPU threads; 0 = all cores"},
+    {"run", "threads", CFG_INT, "0", 0, 1024, NULL, "CPU threads; 0 = all cores (a CPU run's rounding depends on the count: docs/kernels.md)"},
     {"run", "tf32", CFG_BOOL, "false", NO_RANGE, NULL,
      "cuda backend: allow TF32 tensor-core matmuls (faster, ~1e-3 relative error)"},
     {"run", "out", CFG_STRING, "", NO_RANGE, NULL,
