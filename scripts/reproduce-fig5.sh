@@ -17,7 +17,8 @@
 # auto (the default) is 1 on a GPU (on an H200 two runs side by side took 0.5-0.6 s per step
 # each, one alone 0.2 s; docs/results.md) and min(nproc, 2 x SEEDS) on the CPU: on the
 # 2-core CPU both objectives side by side on one thread each, which is faster than one run
-# after the other on two threads (22-26 against 39 minutes for a seed pair) and is how the
+# after the other on two threads (25 against 34 minutes for the seed pair of the fig5
+# configs on the 2-core EPYC, docs/results.md) and is how the
 # runs of docs/results.md were made: the CPU's rounding depends on the thread count
 # (OpenBLAS; docs/kernels.md, "Determinism"), so the same seed on another count of threads
 # follows another trajectory.
