@@ -13,6 +13,7 @@
 #include "sim/pretrain.h"
 #include "sim/runlog.h"
 #include "sim/setup.h"
+#include "sim/template.h"
 #include "test_util.h"
 
 static char dir[64], model_path[128];
@@ -118,13 +119,22 @@ static void test_compare_model_config(void **state) {
     config_free(c);
 }
 
-static void test_eval_table_and_hdf5(void **state) {
+// The tiny model test_pretrain_lowers_loss wrote, on a CPU backend (*bk, for backend_destroy).
+static Model *load_tiny_model(Backend **bk) {
     char err[512];
     ModelConfig mc;
     assert_int_equal(checkpoint_read_meta(model_path, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err), 0);
-    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
-    Model *m = model_create(bk, &mc);
+    *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    assert_non_null(*bk);
+    Model *m = model_create(*bk, &mc);
     assert_int_equal(checkpoint_load(model_path, m, 0, err, sizeof err), 0);
+    return m;
+}
+
+static void test_eval_table_and_hdf5(void **state) {
+    char err[512];
+    Backend *bk;
+    Model *m = load_tiny_model(&bk);
     const Tokenizer *tk = tokenizer_default();
     EvalConfig ec = {.template_kind = TEMPLATE_R1, .world_seed = 2025, .batch = 7, .limit = 6};
     ec.sampler = (SamplerConfig){.temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = 40,
@@ -198,6 +208,78 @@ static void test_eval_table_and_hdf5(void **state) {
     backend_destroy(bk);
 }
 
+// The longest prompt (tokens) among the first n questions of benchmark b, or of the training
+// pool when b < 0: the reference for eval_check_prompts, computed here on its own.
+static int longest_prompt(const EvalConfig *ec, int b, int n) {
+    int longest = 0, ids[512];
+    char text[1024], err[256];
+    for (int j = 0; j < n; j++) {
+        Task t;
+        if (b < 0) world_train_task(ec->pool_seed, j, &t);
+        else world_benchmark_task(ec->world_seed, b, j, &t);
+        assert_true(template_prompt(ec->template_kind, &t, text, sizeof text) > 0);
+        int len = tok_encode(tokenizer_default(), text, ids, 512, err, sizeof err);
+        assert_true(len > 0);
+        if (len > longest) longest = len;
+    }
+    return longest;
+}
+
+// eval_check_prompts accepts a budget exactly when the longest prompt evaluated (benchmarks up
+// to eval.limit, then the training-pool sample) plus the budget fits model.max_seq_len, and
+// names the question that does not fit; `grpolab eval` turns that into exit 2.
+static void test_eval_prompts_must_fit(void **state) {
+    char err[512];
+    Backend *bk;
+    Model *m = load_tiny_model(&bk);
+    const Tokenizer *tk = tokenizer_default();
+    EvalConfig ec = {.template_kind = TEMPLATE_R1, .world_seed = 2025, .limit = 3, .pool_seed = 99};
+    ec.sampler = (SamplerConfig){.temperature = 0.0f, .top_p = 1.0f, .eos_token = TOK_EOS};
+    int bench_longest = 0;
+    for (int b = 0; b < world_num_benchmarks(); b++) {
+        int l = longest_prompt(&ec, b, 3);
+        if (l > bench_longest) bench_longest = l;
+    }
+    const int L = model_config(m)->max_seq_len;
+    for (int pool = 0; pool <= 1; pool++) {
+        // the pool sample is as large as it takes to hold a prompt longer than the benchmarks'
+        ec.train_pool = 0;
+        int longest = bench_longest;
+        if (pool) {
+            for (int n = 1; n <= 20000 && longest == bench_longest; n *= 2) {
+                ec.train_pool = n;
+                longest = longest_prompt(&ec, -1, n);
+                if (longest < bench_longest) longest = bench_longest;
+            }
+            assert_true(longest > bench_longest);
+        }
+        printf("  train_pool %d: longest prompt %d tokens, max_seq_len %d\n", ec.train_pool, longest, L);
+        ec.sampler.max_new_tokens = L - longest;
+        assert_int_equal(eval_check_prompts(m, tk, &ec, err, sizeof err), 0);
+        ec.sampler.max_new_tokens = L - longest + 1;
+        assert_int_equal(eval_check_prompts(m, tk, &ec, err, sizeof err), -1);
+        printf("  budget %d: %s\n", ec.sampler.max_new_tokens, err);
+        assert_non_null(strstr(err, "exceeds model.max_seq_len"));
+        if (pool) assert_non_null(strstr(err, "eval: train_pool #"));
+    }
+    // the first question named when nothing fits
+    ec.train_pool = 0;
+    ec.sampler.max_new_tokens = L;
+    assert_int_equal(eval_check_prompts(m, tk, &ec, err, sizeof err), -1);
+    char first[64];
+    snprintf(first, sizeof first, "eval: %s #0 (", world_benchmark_name(0));
+    if (strncmp(err, first, strlen(first)) != 0) fail_msg("'%s' does not start with '%s'", err, first);
+    model_free(m);
+    backend_destroy(bk);
+    // the CLI: exit 2 with the message, before any generation
+    char out[4096], args[600];
+    snprintf(args, sizeof args, "eval --model %s --backend cpu --limit 2 --set world.max_new_tokens=%d",
+             model_path, L);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
+    printf("  grpolab %s: %s", args, out);
+    assert_non_null(strstr(out, "lower world.max_new_tokens"));
+}
+
 static void test_cli_errors(void **state) {
     char out[4096], args[512];
     struct {
@@ -241,6 +323,7 @@ int main(void) {
         cmocka_unit_test(test_pretrain_lowers_loss),
         cmocka_unit_test(test_compare_model_config),
         cmocka_unit_test(test_eval_table_and_hdf5),
+        cmocka_unit_test(test_eval_prompts_must_fit),
         cmocka_unit_test(test_cli_errors),
     };
     return cmocka_run_group_tests_name("pretrain_eval", tests, setup, teardown);

@@ -698,6 +698,14 @@ static void test_bad_configs(void **state) {
     snprintf(path, sizeof path, "%s/bad2.h5", dir);
     assert_int_equal(train_run(c, NULL, path, 0, NULL), 2);
     config_free(c);
+    // an evaluation whose prompts do not fit the context with the budget (the tiny model has 96
+    // positions) is refused before the log exists, not cut short by a die() at step 0's eval
+    const char *no_room[] = {"train.eval_every=2", "world.max_new_tokens=90"};
+    c = base_config(no_room, 2);
+    snprintf(path, sizeof path, "%s/no_room.h5", dir);
+    assert_int_equal(train_run(c, NULL, path, 0, NULL), 2);
+    assert_int_equal(access(path, F_OK), -1);
+    config_free(c);
     // --resume without a checkpoint
     snprintf(args, sizeof args, "train --set train.init=%s --set run.backend=cpu --out %s/none.h5 --resume",
              model_path, dir);

@@ -9,20 +9,66 @@
 
 double eval_accuracy(const EvalStats *s) { return s->n ? (double)s->n_correct / s->n : 0.0; }
 
+// The name of benchmark b, or "train_pool" for the training-pool sample (b == n_bench).
+static const char *bench_label(int b, int n_bench) {
+    return b == n_bench ? "train_pool" : world_benchmark_name(b);
+}
+
+// Question j of benchmark b (the training-pool sample when pool): its task, and its prompt's
+// token ids in ids[0..cap). The prompt's length, or -1 with a message naming the question.
+static int eval_prompt(const Tokenizer *tk, const EvalConfig *cfg, int b, int pool, int j, Task *t,
+                       int *ids, int cap, char *err, size_t errlen) {
+    char text[1024], why[256];
+    if (pool) world_train_task(cfg->pool_seed, j, t);
+    else world_benchmark_task(cfg->world_seed, b, j, t);
+    if (template_prompt(cfg->template_kind, t, text, sizeof text) < 0)
+        return set_err(err, errlen, "the prompt of '%s' is longer than %zu characters", t->question,
+                       sizeof text);
+    int n = tok_encode(tk, text, ids, cap, why, sizeof why);
+    if (n < 0) return set_err(err, errlen, "cannot tokenize the prompt of '%s': %s", t->question, why);
+    return n;
+}
+
+// How many questions of benchmark b (b == n_bench: the training-pool sample) are evaluated.
+static int eval_size(const EvalConfig *cfg, int b, int n_bench) {
+    if (b == n_bench) return cfg->train_pool;
+    int size = world_benchmark_size(b);
+    return cfg->limit > 0 && cfg->limit < size ? cfg->limit : size;
+}
+
+static int eval_num_benchmarks(void) {
+    int n = world_num_benchmarks();
+    return n > EVAL_MAX_BENCH - 1 ? EVAL_MAX_BENCH - 1 : n;
+}
+
 int eval_num_questions(const EvalConfig *cfg) {
-    int total = cfg->train_pool > 0 ? cfg->train_pool : 0;
-    for (int b = 0; b < world_num_benchmarks() && b < EVAL_MAX_BENCH - 1; b++) {
-        int n = world_benchmark_size(b);
-        total += cfg->limit > 0 && cfg->limit < n ? cfg->limit : n;
-    }
+    int n_bench = eval_num_benchmarks(), total = 0;
+    for (int b = 0; b < n_bench + (cfg->train_pool > 0); b++) total += eval_size(cfg, b, n_bench);
     return total;
+}
+
+int eval_check_prompts(const Model *m, const Tokenizer *tk, const EvalConfig *cfg, char *err,
+                       size_t errlen) {
+    int n_bench = eval_num_benchmarks(), cap = model_config(m)->max_seq_len;
+    int *ids = xmalloc((size_t)cap * sizeof(int)), rc = 0;
+    char why[384];
+    for (int b = 0; b < n_bench + (cfg->train_pool > 0) && rc == 0; b++) {
+        int size = eval_size(cfg, b, n_bench);
+        for (int j = 0; j < size && rc == 0; j++) {
+            Task t;
+            int n = eval_prompt(tk, cfg, b, b == n_bench, j, &t, ids, cap, why, sizeof why);
+            if (n >= 0 && sampler_fits(m, &cfg->sampler, n, why, sizeof why) == 0) continue;
+            rc = set_err(err, errlen, "eval: %s #%d ('%s'): %s", bench_label(b, n_bench), j, t.question, why);
+        }
+    }
+    free(ids);
+    return rc;
 }
 
 void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
                          EvalRecord *records, int *n_records) {
     memset(out, 0, sizeof *out);
-    int n_bench = world_num_benchmarks();
-    if (n_bench > EVAL_MAX_BENCH - 1) n_bench = EVAL_MAX_BENCH - 1;
+    int n_bench = eval_num_benchmarks();
     out->n_bench = n_bench;
     out->has_pool = cfg->train_pool > 0;
     int max_new = cfg->sampler.max_new_tokens, batch = cfg->batch > 0 ? cfg->batch : 64;
@@ -32,24 +78,21 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
     Task *tasks = xmalloc((size_t)batch * sizeof(Task));
     Generation g;
     generation_alloc(&g, batch, max_new);
-    char text[1024], err[256];
+    char err[512];
     char *resp = xmalloc((size_t)max_new * 16 + 16);
     int nrec = 0;
     for (int b = 0; b < n_bench + out->has_pool; b++) {
         int pool = b == n_bench;  // the training-pool sample comes last
-        int size = pool ? cfg->train_pool : world_benchmark_size(b);
-        if (!pool && cfg->limit > 0 && cfg->limit < size) size = cfg->limit;
+        int size = eval_size(cfg, b, n_bench);
         EvalStats *st = &out->bench[b];
         double t0 = wall_time();
         for (int j0 = 0; j0 < size; j0 += batch) {
             int n = size - j0 < batch ? size - j0 : batch, T = 1;
             for (int i = 0; i < n; i++) {
-                if (pool) world_train_task(cfg->pool_seed, j0 + i, &tasks[i]);
-                else world_benchmark_task(cfg->world_seed, b, j0 + i, &tasks[i]);
-                if (template_prompt(cfg->template_kind, &tasks[i], text, sizeof text) < 0)
-                    die("eval: prompt of '%s' does not fit", tasks[i].question);
-                plen[i] = tok_encode(tk, text, prompts + (size_t)i * max_len, max_len, err, sizeof err);
-                if (plen[i] < 0) die("eval: cannot tokenize prompt '%s': %s", text, err);
+                // eval_check_prompts has vouched for every prompt: a failure here is a bug
+                plen[i] = eval_prompt(tk, cfg, b, pool, j0 + i, &tasks[i], prompts + (size_t)i * max_len,
+                                      max_len, err, sizeof err);
+                if (plen[i] < 0) die("eval: %s", err);
                 if (plen[i] > T) T = plen[i];
             }
             // repack to stride T
@@ -66,7 +109,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
                 verdict_apply_rule(&v, resp, cfg->reward_rule);
                 if (st->n < cfg->show)
                     printf("[%s #%d level %d] %s = %lld -> reward %d%s%s\n  %s\n",
-                           pool ? "train_pool" : world_benchmark_name(b), j0 + i, tasks[i].level,
+                           bench_label(b, n_bench), j0 + i, tasks[i].level,
                            tasks[i].question, (long long)tasks[i].answer, v.reward,
                            v.truncated ? " (truncated)" : "", v.format_ok ? "" : " (format)", resp);
                 st->n++;
@@ -105,7 +148,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
         }
         if (cfg->progress)
             fprintf(stderr, "eval: %-10s %4d questions  accuracy %.3f  (%.1f s)\n",
-                    pool ? "train_pool" : world_benchmark_name(b), st->n, eval_accuracy(st),
+                    bench_label(b, n_bench), st->n, eval_accuracy(st),
                     wall_time() - t0);
         if (!pool) out->score += eval_accuracy(st) / n_bench;
     }
@@ -134,7 +177,7 @@ void eval_print_table(const EvalResult *r, FILE *f) {
     for (int b = 0; b < r->n_bench + r->has_pool; b++) {
         const EvalStats *s = &r->bench[b];
         int n_bad = s->n - s->n_correct;
-        fprintf(f, "%-10s %5d", b == r->n_bench ? "train_pool" : world_benchmark_name(b), s->n);
+        fprintf(f, "%-10s %5d", bench_label(b, r->n_bench), s->n);
         const double cols[] = {
             eval_accuracy(s), mean_of(s->len_sum, s->n), mean_of(s->len_correct_sum, s->n_correct),
             mean_of(s->len_incorrect_sum, n_bad), mean_of(s->n_format, s->n),
@@ -190,7 +233,7 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
     char names[512] = "";
     for (int b = 0; b < r->n_bench + r->has_pool; b++) {
         if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
-        strncat(names, b == r->n_bench ? "train_pool" : world_benchmark_name(b),
+        strncat(names, bench_label(b, r->n_bench),
                 sizeof names - strlen(names) - 1);
     }
     int ok = runlog_set_attr_str(rl, "kind", "eval", err, errlen) == 0 &&

@@ -50,7 +50,15 @@ typedef struct {
     int show;               // print the first `show` responses of each benchmark to stdout
 } EvalConfig;
 
-// Runs every benchmark. records (optional, NULL) receives one row per response; *n_records
+// Checks every prompt evaluate_benchmarks will generate for (each benchmark up to cfg->limit
+// questions, then the training-pool sample): it can be templated and tokenized, and it fits
+// model.max_seq_len together with cfg->sampler.max_new_tokens. 0, or -1 with a message that
+// names the first question that does not ("eval: hard30 #4 ('...'): a prompt of ...").
+int eval_check_prompts(const Model *m, const Tokenizer *tk, const EvalConfig *cfg, char *err,
+                       size_t errlen);
+
+// Runs every benchmark (call eval_check_prompts first: a prompt that does not fit is a fatal
+// error here). records (optional, NULL) receives one row per response; *n_records
 // its count (the caller allocates eval_num_questions(cfg) rows).
 void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
                          EvalRecord *records, int *n_records);

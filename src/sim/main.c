@@ -392,18 +392,7 @@ static int cmd_eval(int argc, char **argv) {
                                  .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, ec.template_kind),
                                  .seed = (uint64_t)config_int(c, "run.seed"),
                                  .env = setup_sampler_env(c)};
-    int longest = 0;
-    for (int b = 0; b < world_num_benchmarks(); b++)
-        for (int j = 0; j < world_benchmark_size(b); j++) {
-            Task t;
-            char text[512];
-            int ids[512];
-            world_benchmark_task(ec.world_seed, b, j, &t);
-            template_prompt(ec.template_kind, &t, text, sizeof text);
-            int n = tok_encode(tk, text, ids, 512, err, sizeof err);
-            if (n > longest) longest = n;
-        }
-    if (sampler_fits(m, &ec.sampler, longest, err, sizeof err) != 0) {
+    if (eval_check_prompts(m, tk, &ec, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
         model_free(m);
         backend_destroy(bk);

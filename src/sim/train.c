@@ -682,6 +682,23 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         backend_destroy(bk);
         return 2;
     }
+    // the rollout sampler, and the greedy evaluation: every eval prompt must fit the context
+    // with the budget, checked before the log is created (not a die() at the first eval)
+    SamplerConfig sc = {.temperature = S.temperature, .top_p = S.top_p, .max_new_tokens = S.max_new,
+                        .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
+                        .seed = S.seed, .env = setup_sampler_env(cfg)};
+    EvalConfig ec = {.template_kind = S.template_kind, .reward_rule = S.reward_rule,
+                     .world_seed = (uint64_t)config_int(cfg, "world.seed"),
+                     .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
+                     .pool_seed = S.seed, .sampler = sc};
+    ec.sampler.temperature = 0.0f;  // greedy
+    ec.sampler.top_p = 1.0f;
+    if (S.eval_every > 0 && eval_check_prompts(m, tk, &ec, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
+        model_free(m);
+        backend_destroy(bk);
+        return 2;
+    }
     if (oc.beta > 0) {  // the frozen reference model is the initial policy
         ref = model_create(bk, &mc);
         model_copy_params(ref, m);
@@ -728,17 +745,6 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         const int P = S.P, G = S.G, N = P * G, M = S.M, max_new = S.max_new;
         const int cap = mc.max_seq_len;
         AdamWConfig opt = setup_adamw(cfg);
-        SamplerConfig sc = {.temperature = S.temperature, .top_p = S.top_p, .max_new_tokens = max_new,
-                            .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
-                            .seed = S.seed,
-                            .env = setup_sampler_env(cfg)};
-        EvalConfig ec = {.template_kind = S.template_kind, .reward_rule = S.reward_rule,
-                         .world_seed = (uint64_t)config_int(cfg, "world.seed"),
-                         .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
-                         .pool_seed = S.seed};
-        ec.sampler = sc;
-        ec.sampler.temperature = 0.0f;  // greedy
-        ec.sampler.top_p = 1.0f;
         Task *tasks = xmalloc((size_t)P * sizeof(Task));
         int *prompt_ids = xmalloc((size_t)P * cap * sizeof(int)), *plen_p = xmalloc((size_t)P * sizeof(int));
         int *prompts = xmalloc((size_t)N * cap * sizeof(int)), *plen = xmalloc((size_t)N * sizeof(int));
