@@ -73,7 +73,7 @@ $(BUILD)/src/common.o: $(BUILD)/gen/git_commit.h
 $(BUILD)/src/common.o: CFLAGS += -I$(BUILD)/gen
 FORCE:
 
-$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h) src/sim/objective.h src/sim/config.h
+$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

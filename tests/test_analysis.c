@@ -76,6 +76,8 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
     assert_int_equal(config_set(c, "train.group_size=4", err, sizeof err), 0);
     assert_int_equal(config_set(c, "train.minibatch_size=4", err, sizeof err), 0);
     assert_int_equal(config_set(c, "world.max_new_tokens=160", err, sizeof err), 0);
+    snprintf(set, sizeof set, "objective.preset=%s", s->preset);
+    assert_int_equal(config_set(c, set, err, sizeof err), 0);
     char *ini = config_to_ini(c);
     config_free(c);
     int grpo = strcmp(s->preset, "grpo") == 0;
@@ -316,7 +318,7 @@ static void test_closed_forms(void **state) {
                     oc.std_eps = 0;
                     float rw[8], adv[8];
                     for (int i = 0; i < G; i++) rw[i] = i < k ? 1.0f : 0.0f;
-                    compute_advantages(&oc, rw, 1, G, adv, NULL, NULL);
+                    group_advantages(&oc, rw, G, 0.0, adv, NULL, NULL);
                     double maa = 0;
                     for (int i = 0; i < G; i++) maa += fabs(adv[i]) / G;
                     double cf = closed_mean_abs_adv((double)k / G, G, oc.scale == SCALE_GROUP_STD, ddof,
@@ -420,6 +422,9 @@ static void test_bias_figures_data(void **state) {
     read_row(tmp_path("lb_data/lenbias_grpo.dat"), 3, v, 16);
     CLOSE(v[4], (1.0 + 1.7320508) / 2 / 160, 1e-7);
     CLOSE(v[6], v[4], 1e-7);  // the closed form
+    // dr_grpo's closed form has the run's own coefficient 1/(M L_max), L_max = the budget 160
+    assert_int_equal(read_row(tmp_path("lb_data/lenbias_dr_grpo.dat"), 0, v, 16), 7);
+    CLOSE(v[3], (1.0 + 0.5773503) / 2 / (4 * 160), 1e-9);
     read_row(tmp_path("lb_data/lengths_grpo.dat"), 2, v, 16);
     CLOSE(v[1], 40.2, 1e-9);
     CLOSE(v[4], 80.4, 1e-9);

@@ -1,7 +1,7 @@
-// test_objective.c: advantages and token weights against their closed forms (DESIGN.md):
-// the formulas of objective.h, then the CPU ops that run them over a batch
+// test_objective.c: advantages and token weights against their closed forms (docs/kernels.md):
+// the formulas of kernels/objective.h, then the CPU ops that run them over a batch
 // (kn_group_advantages, kn_token_weights; the CUDA ones are checked against these in
-// tests/test_cuda_parity.c).
+// tests/test_cuda_parity.c); the presets and the [objective] section of sim/objective.h.
 #include <math.h>
 #include <string.h>
 
@@ -10,6 +10,8 @@
 #include "sim/config.h"
 #include "sim/objective.h"
 #include "test_util.h"
+
+static Backend *cpu;  // the CPU backend of every test (setup_cpu)
 
 static ObjectiveConfig preset(const char *name, int ddof) {
     ObjectiveConfig o;
@@ -27,7 +29,7 @@ static void test_seed_table_ddof0(void **state) {
     // the seed's table: (1,1,0,0) -> +-1; (1,1,1,0) -> 0.58 x3, -1.73
     ObjectiveConfig o = preset("grpo", 0);
     float r[8] = {1, 1, 0, 0, 1, 1, 1, 0}, a[8];
-    compute_advantages(&o, r, 2, 4, a, NULL, NULL);
+    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
     float want[8] = {1, 1, -1, -1, 1 / sqrtf(3), 1 / sqrtf(3), 1 / sqrtf(3), -sqrtf(3)};
     for (int i = 0; i < 8; i++) assert_near(a[i], want[i], 1e-6);
     printf("  ddof=0: (1,1,0,0) -> %.2f %.2f %.2f %.2f; (1,1,1,0) -> %.2f %.2f %.2f %.2f\n", a[0],
@@ -37,7 +39,7 @@ static void test_seed_table_ddof0(void **state) {
 static void test_seed_table_ddof1(void **state) {
     ObjectiveConfig o = preset("grpo", 1);
     float r[8] = {1, 1, 0, 0, 1, 1, 1, 0}, a[8], mean[2], std[2];
-    compute_advantages(&o, r, 2, 4, a, mean, std);
+    kn_group_advantages(cpu, a, mean, std, r, 2, 4, &o);
     // std of (1,1,0,0) with ddof 1 = sqrt(1/3); of (1,1,1,0) = 1/2
     float s1 = sqrtf(1.0f / 3.0f);
     float want[8] = {0.5f / s1, 0.5f / s1, -0.5f / s1, -0.5f / s1, 0.5f, 0.5f, 0.5f, -1.5f};
@@ -52,13 +54,13 @@ static void test_seed_table_ddof1(void **state) {
 static void test_dr_grpo_and_rloo(void **state) {
     float r[6] = {1, 0, 0, 1, 1, 1}, a[6];
     ObjectiveConfig o = preset("dr_grpo", 1);
-    compute_advantages(&o, r, 2, 3, a, NULL, NULL);  // no std: r - mean
+    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 3, &o);  // no std: r - mean
     float m0 = 1.0f / 3.0f;
     float want_dr[6] = {1 - m0, -m0, -m0, 0, 0, 0};  // second group all equal -> 0
     for (int i = 0; i < 6; i++) assert_near(a[i], want_dr[i], 1e-6);
     o = preset("rloo", 1);
     float r2[8] = {1, 0, 1, 1, 0, 0, 1, 0}, a2[8];
-    compute_advantages(&o, r2, 2, 4, a2, NULL, NULL);
+    kn_group_advantages(cpu, a2, NULL, NULL, r2, 2, 4, &o);
     for (int g = 0; g < 2; g++) {
         double mean = 0;
         for (int i = 0; i < 4; i++) mean += r2[g * 4 + i] / 4.0;
@@ -78,7 +80,7 @@ static void test_all_equal_groups(void **state) {
     for (int k = 0; k < 4; k++) {
         for (int ddof = 0; ddof <= 1; ddof++) {
             ObjectiveConfig o = preset(names[k], ddof);
-            compute_advantages(&o, r, 2, 4, a, NULL, NULL);
+            kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
             for (int i = 0; i < 8; i++) {
                 assert_false(isnan(a[i]));
                 assert_true(a[i] == 0.0f);
@@ -87,7 +89,7 @@ static void test_all_equal_groups(void **state) {
     }
     ObjectiveConfig o = preset("grpo", 1);
     o.scale = SCALE_BATCH_STD;  // batch std of an all-equal batch is 0: still no NaN
-    compute_advantages(&o, r, 2, 4, a, NULL, NULL);
+    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
     for (int i = 0; i < 8; i++) assert_true(a[i] == 0.0f);
 }
 
@@ -95,7 +97,7 @@ static void test_batch_std(void **state) {
     ObjectiveConfig o = preset("grpo", 0);
     o.scale = SCALE_BATCH_STD;
     float r[8] = {1, 0, 0, 0, 1, 1, 1, 0}, a[8];
-    compute_advantages(&o, r, 2, 4, a, NULL, NULL);
+    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
     double bs = reward_std(r, 8, 0);  // mean 0.5 -> std 0.5
     assert_near(bs, 0.5, 1e-9);
     assert_near(a[0], (1 - 0.25) / 0.5, 1e-6);
@@ -192,8 +194,116 @@ static void test_config_knobs(void **state) {
     config_free(c);
 }
 
+// Every knob of preset p as resolved from a config that sets nothing but the preset
+// (docs/config.md's table; l_max 0 in a preset is the sampler's budget, 160 here).
+static const char *const PRESET_NAMES[] = {"grpo", "dr_grpo", "dapo", "rloo"};
+enum { N_PRESETS = sizeof PRESET_NAMES / sizeof PRESET_NAMES[0] };
+
+static ObjectiveConfig want_preset(int p) {
+    // every preset: ddof 1, std eps 1e-6, l_max the budget, PPO clip 0.2, no KL, no dynamic sampling
+    ObjectiveConfig w = {.std_ddof = 1, .std_eps = 1e-6f, .l_max = 160, .eps_low = 0.2f, .eps_high = 0.2f};
+    snprintf(w.preset, sizeof w.preset, "%s", PRESET_NAMES[p]);
+    w.baseline = p == 3 ? BASELINE_LEAVE_ONE_OUT : BASELINE_GROUP_MEAN;  // rloo: leave-one-out
+    w.scale = p == 0 || p == 2 ? SCALE_GROUP_STD : SCALE_NONE;          // grpo, dapo: group std
+    w.aggregation = p == 0 ? AGG_SEQ_MEAN_TOKEN_MEAN : p == 1 ? AGG_SEQ_MEAN_TOKEN_SUM_NORM
+                    : p == 2 ? AGG_TOKEN_MEAN : AGG_SEQ_MEAN_TOKEN_SUM;
+    if (p == 2) w.eps_high = 0.28f;  // dapo's clip-higher
+    return w;
+}
+
+static void assert_objective_equal(const ObjectiveConfig *a, const ObjectiveConfig *b) {
+    assert_string_equal(a->preset, b->preset);
+    assert_int_equal(a->baseline, b->baseline);
+    assert_int_equal(a->scale, b->scale);
+    assert_int_equal(a->std_ddof, b->std_ddof);
+    assert_true(a->std_eps == b->std_eps);
+    assert_int_equal(a->aggregation, b->aggregation);
+    assert_int_equal(a->l_max, b->l_max);
+    assert_true(a->eps_low == b->eps_low);
+    assert_true(a->eps_high == b->eps_high);
+    assert_true(a->beta == b->beta);
+    assert_int_equal(a->dynamic_sampling, b->dynamic_sampling);
+}
+
+// A config of preset NAME plus the assignments set[0..n), resolved (budget 160).
+static ObjectiveConfig resolve(const char *name, const char *const *set, int n) {
+    char err[512], a[320];
+    Config *c = config_new();
+    snprintf(a, sizeof a, "objective.preset=%s", name);
+    assert_int_equal(config_set(c, a, err, sizeof err), 0);
+    for (int i = 0; i < n; i++)
+        if (config_set(c, set[i], err, sizeof err) != 0) fail_msg("%s", err);
+    ObjectiveConfig o;
+    if (objective_from_config(c, 160, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    config_free(c);
+    return o;
+}
+
+// With no key set, each preset resolves to its own defaults, the same as objective_preset;
+// every name the schema admits for objective.preset is a preset.
+static void test_presets_resolved(void **state) {
+    for (int p = 0; p < N_PRESETS; p++) {
+        ObjectiveConfig o = resolve(PRESET_NAMES[p], NULL, 0), direct, want = want_preset(p);
+        assert_objective_equal(&o, &want);
+        assert_int_equal(objective_preset(PRESET_NAMES[p], 160, &direct), 0);
+        assert_objective_equal(&direct, &want);
+    }
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        const CfgKey *k = &CONFIG_SCHEMA[i];
+        if (strcmp(k->section, "objective") != 0 || strcmp(k->key, "preset") != 0) continue;
+        int n = 0;
+        for (const char *p = k->choices; *p; n++) {
+            char name[32];
+            size_t len = strcspn(p, "|");
+            snprintf(name, sizeof name, "%.*s", (int)len, p);
+            ObjectiveConfig o;
+            if (objective_preset(name, 160, &o) != 0) fail_msg("schema preset '%s' has no row", name);
+            p += len + (p[len] == '|');
+        }
+        assert_int_equal(n, N_PRESETS);
+    }
+    ObjectiveConfig o;
+    assert_int_equal(objective_preset("ppo", 160, &o), -1);
+}
+
+// A key overrides its preset's value when the config sets it, even to the number the schema
+// shows as its default (dapo's eps_high = 0.2), and only then: every other knob keeps the
+// preset's value. An enum key set to "preset" and l_max set to 0 (the budget) keep it too.
+static void test_set_key_overrides_only_when_set(void **state) {
+    static const char *const SET[] = {
+        "objective.baseline=leave_one_out", "objective.scale=batch_std", "objective.std_ddof=0",
+        "objective.std_eps=0.001", "objective.aggregation=token_mean", "objective.l_max=64",
+        "objective.eps_low=0.1", "objective.eps_high=0.2", "objective.beta=0.04",
+        "objective.dynamic_sampling=true"};
+    enum { N_SET = sizeof SET / sizeof SET[0] };
+    for (int p = 0; p < N_PRESETS; p++) {
+        for (int j = 0; j < N_SET; j++) {
+            ObjectiveConfig o = resolve(PRESET_NAMES[p], &SET[j], 1), want = want_preset(p);
+            switch (j) {
+                case 0: want.baseline = BASELINE_LEAVE_ONE_OUT; break;
+                case 1: want.scale = SCALE_BATCH_STD; break;
+                case 2: want.std_ddof = 0; break;
+                case 3: want.std_eps = 0.001f; break;
+                case 4: want.aggregation = AGG_TOKEN_MEAN; break;
+                case 5: want.l_max = 64; break;
+                case 6: want.eps_low = 0.1f; break;
+                case 7: want.eps_high = 0.2f; break;
+                case 8: want.beta = 0.04f; break;
+                default: want.dynamic_sampling = 1; break;
+            }
+            assert_objective_equal(&o, &want);
+        }
+        static const char *const KEEP[] = {"objective.baseline=preset", "objective.scale=preset",
+                                           "objective.aggregation=preset", "objective.l_max=0"};
+        ObjectiveConfig o = resolve(PRESET_NAMES[p], KEEP, 4), want = want_preset(p);
+        assert_objective_equal(&o, &want);
+    }
+    ObjectiveConfig all = resolve("dapo", SET, N_SET);
+    assert_true(all.eps_high == 0.2f && all.beta == 0.04f && all.baseline == BASELINE_LEAVE_ONE_OUT);
+    printf("  dapo: eps_high %.2f unset, %.2f when set to 0.2\n", want_preset(2).eps_high, all.eps_high);
+}
+
 // ---- the CPU ops (on the CPU backend device pointers are host memory: plain arrays here)
-static Backend *cpu;
 
 static int setup_cpu(void **state) {
     char err[256];
@@ -342,6 +452,8 @@ int main(void) {
         cmocka_unit_test(test_token_weights_closed_forms),
         cmocka_unit_test(test_clip_and_weight_is_gradient),
         cmocka_unit_test(test_config_knobs),
+        cmocka_unit_test(test_presets_resolved),
+        cmocka_unit_test(test_set_key_overrides_only_when_set),
         cmocka_unit_test(test_op_group_advantages),
         cmocka_unit_test(test_op_token_weights_rho1),
         cmocka_unit_test(test_op_token_weights_clip_kl),

@@ -486,7 +486,7 @@ static void dr_grpo_gradient_check(int with_env) {
     }
     ObjectiveConfig oc;
     assert_int_equal(objective_preset("dr_grpo", BUDGET, &oc), 0);
-    compute_advantages(&oc, rewards, P_TEST, G_TEST, adv, NULL, NULL);
+    kn_group_advantages(bk, adv, NULL, NULL, rewards, P_TEST, G_TEST, &oc);
     int nonzero = 0;
     for (int i = 0; i < N; i++) nonzero += adv[i] != 0;
     assert_true(nonzero > 0);

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "../common.h"
-#include "../sim/objective.h"
+#include "objective.h"
 #include "cpu_ops.h"
 #include "philox.h"
 
@@ -685,7 +685,10 @@ void cpu_sample(Backend *b, int *tokens, float *logp, const float *logits, int B
 
 void cpu_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
                           const float *rewards, int P, int G, const struct ObjectiveConfig *oc) {
-    compute_advantages(oc, rewards, P, G, adv, group_mean, group_std);
+    double batch_std = oc->scale == SCALE_BATCH_STD ? reward_std(rewards, P * G, oc->std_ddof) : 0;
+    for (int g = 0; g < P; g++)
+        group_advantages(oc, rewards + (size_t)g * G, G, batch_std, adv + (size_t)g * G,
+                         group_mean ? group_mean + g : NULL, group_std ? group_std + g : NULL);
 }
 
 // One serial pass in response order (n*T is small next to the forward that produced logp).

@@ -25,7 +25,7 @@
 
 extern "C" {
 #include "../common.h"
-#include "../sim/objective.h"  // the objective's formulas (OBJ_HD: host and device)
+#include "objective.h"  // the objective's formulas (OBJ_HD: host and device)
 }
 // Every cuda_* function below is defined extern "C" with the signature declared in
 // cuda_ops.h, which the compiler checks against these definitions.

@@ -150,7 +150,7 @@ void kn_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
 void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
                float temperature, float top_p, uint64_t seed, const uint64_t *counters);
 
-// ---- RL objective: advantages and token weights (the formulas are sim/objective.h's OBJ_HD
+// ---- RL objective: advantages and token weights (the formulas are objective.h's OBJ_HD
 // functions, called by both backends; the knobs come in oc, a host pointer).
 struct ObjectiveConfig;
 // Group advantages: rewards (P*G), group g = responses g*G .. g*G+G-1 -> adv (P*G)
