@@ -7,7 +7,8 @@
 //     mean_abs_w: mean over those of their mean per-token |w| (/tokens weight; NaN where no
 //     run of the bin has /tokens, and over the runs that have it where only some do);
 //     c_abs_A: mean of c(|o_i|) |A_i|, the weight at rho = 1 in closed form, c the
-//     aggregation coefficient (token_mean: 1/(M x mean length), an approximation)
+//     trainer's aggregation coefficient of the run's objective (token_mean: 1/(M x mean
+//     length), an approximation)
 //   lengths_<objective>.dat  step  len_correct mean lo hi  len_incorrect mean lo hi  n_runs
 // difficulty-bias, data files:
 //   difficulty_<objective>.dat  p  mean_abs_adv mean lo hi  sum_abs_w mean lo hi  n_questions
@@ -22,6 +23,9 @@
 #include <string.h>
 
 #include "../common.h"
+#include "../sim/config.h"
+#include "../sim/objective.h"
+#include "../sim/runlog.h"
 #include "analysis.h"
 #include "stats.h"
 
@@ -36,14 +40,29 @@ static int load_all(Run *const *runs, int n, char *err, size_t errlen) {
     return 0;
 }
 
-// The aggregation coefficient c of a response of length L (objective.h's table, rho = 1).
-static double coef_of(const Run *r, double L, double mean_len) {
-    double M = r->minibatch_size > 0 ? r->minibatch_size : NAN;
-    if (strcmp(r->aggregation, "seq_mean_token_mean") == 0) return 1.0 / (M * L);
-    if (strcmp(r->aggregation, "seq_mean_token_sum_norm") == 0) return 1.0 / (M * r->l_max);
-    if (strcmp(r->aggregation, "token_mean") == 0) return 1.0 / (M * mean_len);
-    if (strcmp(r->aggregation, "seq_mean_token_sum") == 0) return 1.0 / M;
-    return NAN;
+// The objective a run trained with: its stored config resolved by the trainer's own parsing
+// (objective_from_config). -1 where the log has no config that reads with this grpolab.
+static int run_objective(const Run *r, ObjectiveConfig *oc) {
+    char e[768];
+    RunLogReader *rd = runlog_reader_open(r->path, e, sizeof e);
+    if (!rd) return -1;
+    char *text = runlog_read_attr_str(rd, "config", e, sizeof e);
+    runlog_reader_close(rd);
+    if (!text) return -1;
+    Config *c = config_from_stored(text, r->path, e, sizeof e);
+    free(text);
+    int rc = c ? objective_from_config(c, (int)config_int(c, "world.max_new_tokens"), oc, e, sizeof e) : -1;
+    config_free(c);
+    return rc;
+}
+
+// The aggregation coefficient c of a response of length L at rho = 1: the trainer's
+// aggregation_coef with the run's minibatch size M; token_mean's minibatch length sum is
+// taken as M x the run's mean length. NaN where the objective (oc NULL) or M is unknown.
+static double coef_of(const Run *r, const ObjectiveConfig *oc, double L, double mean_len) {
+    if (!oc || r->minibatch_size <= 0) return NAN;
+    int M = r->minibatch_size;
+    return aggregation_coef(oc->aggregation, M, (int)L, M * mean_len, oc->l_max);
 }
 
 static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *group, int g,
@@ -57,6 +76,8 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
     for (int i = 0; i < n; i++) {
         if (group[i] != g) continue;
         const Run *r = runs[i];
+        ObjectiveConfig oc;
+        int have_oc = run_objective(r, &oc) == 0;
         double mean_len = 0;
         for (int64_t j = 0; j < r->n_resp; j++) mean_len += r->resp_length[j];
         mean_len /= r->n_resp > 0 ? (double)r->n_resp : 1;
@@ -69,7 +90,7 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
             if (b >= nb) b = nb - 1;
             int c = r->resp_correct[j] > 0.5 ? 0 : 1;
             if (isfinite(w)) sw[2 * b + c] += w, cw[2 * b + c] += 1;
-            sc[2 * b + c] += coef_of(r, L, mean_len) * fabs(A);
+            sc[2 * b + c] += coef_of(r, have_oc ? &oc : NULL, L, mean_len) * fabs(A);
             cnt[2 * b + c] += 1;
             (*n_points)++;
         }
