@@ -107,29 +107,36 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"eval", "batch", CFG_INT, "128", 1, 65536, NULL, "sequences generated together"},
     {"eval", "limit", CFG_INT, "0", 0, 100000000, NULL,
      "at most this many questions per benchmark (0 = all; for quick checks)"},
-    // [objective]: a preset sets the defaults of the independent knobs; any knob set
-    // explicitly (enum value other than "preset", or a number given in a file / --set) wins.
+    // [objective]: the preset gives every knob's default (the table in sim/objective.c and
+    // docs/config.md); a knob the config sets (in a file or by --set; an enum other than
+    // "preset") overrides it, and only then. The numbers below are the grpo preset's: what an
+    // unset key holds in the Config and in its INI text, never read by the trainer.
     {"objective", "preset", CFG_ENUM, "grpo", NO_RANGE, "grpo|dr_grpo|dapo|rloo",
-     "RL objective preset (DESIGN.md table); sets the knobs below that are left at 'preset'"},
+     "RL objective preset: the default of every objective key below (table in docs/config.md)"},
     {"objective", "baseline", CFG_ENUM, "preset", NO_RANGE, "preset|group_mean|leave_one_out",
-     "advantage baseline b_i"},
+     "advantage baseline b_i; preset = the preset's"},
     {"objective", "scale", CFG_ENUM, "preset", NO_RANGE, "preset|group_std|batch_std|none",
-     "advantage scale s_i (std + std_eps, or 1)"},
+     "advantage scale s_i (std + std_eps, or 1); preset = the preset's"},
     {"objective", "std_ddof", CFG_INT, "1", 0, 1, NULL,
-     "delta degrees of freedom of the reward std (1: oat/TRL/verl; 0: population std)"},
-    {"objective", "std_eps", CFG_FLOAT, "1e-6", 0, 1, NULL, "added to the std before dividing"},
+     "delta degrees of freedom of the reward std (1: oat/TRL/verl; 0: population std); unset: "
+     "the preset's (shown: grpo's)"},
+    {"objective", "std_eps", CFG_FLOAT, "1e-6", 0, 1, NULL,
+     "added to the std before dividing; unset: the preset's (shown: grpo's)"},
     {"objective", "aggregation", CFG_ENUM, "preset", NO_RANGE,
      "preset|seq_mean_token_mean|seq_mean_token_sum_norm|token_mean|seq_mean_token_sum",
-     "aggregation coefficient c_i (grpo: 1/(M|o_i|); dr_grpo: 1/(M L_max); dapo: 1/sum|o_j|; rloo: 1/M)"},
+     "aggregation coefficient c_i (grpo: 1/(M|o_i|); dr_grpo: 1/(M L_max); dapo: 1/sum|o_j|; "
+     "rloo: 1/M); preset = the preset's"},
     {"objective", "l_max", CFG_INT, "0", 0, 65536, NULL,
-     "L_max of seq_mean_token_sum_norm; 0 = the sampler's max_new_tokens"},
-    {"objective", "eps_low", CFG_FLOAT, "0.2", 0, 1, NULL, "PPO clip: ratio >= 1 - eps_low"},
+     "L_max of seq_mean_token_sum_norm; 0 = the sampler's max_new_tokens; unset: the preset's (shown: grpo's)"},
+    {"objective", "eps_low", CFG_FLOAT, "0.2", 0, 1, NULL,
+     "PPO clip: ratio >= 1 - eps_low; unset: the preset's (shown: grpo's)"},
     {"objective", "eps_high", CFG_FLOAT, "0.2", 0, 10, NULL,
-     "PPO clip: ratio <= 1 + eps_high (dapo preset: 0.28 unless set)"},
+     "PPO clip: ratio <= 1 + eps_high; unset: the preset's (shown: grpo's)"},
     {"objective", "beta", CFG_FLOAT, "0", 0, 10, NULL,
-     "KL coefficient (k3 estimator against the frozen initial model); 0 = no KL term"},
+     "KL coefficient (k3 estimator against the frozen initial model); 0 = no KL term; unset: "
+     "the preset's (shown: grpo's)"},
     {"objective", "dynamic_sampling", CFG_BOOL, "false", NO_RANGE, NULL,
-     "DAPO dynamic sampling: drop groups whose rewards are all equal"},
+     "DAPO dynamic sampling: drop groups whose rewards are all equal; unset: the preset's (shown: grpo's)"},
     // [train]: `grpolab train`, RL on the task world (train.h; objective in [objective])
     {"train", "init", CFG_STRING, "data/models/base.h5", NO_RANGE, NULL,
      "checkpoint the policy starts from (and the reference model when objective.beta > 0)"},
