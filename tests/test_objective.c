@@ -25,8 +25,8 @@ static void assert_near(double a, double b, double tol) {
     if (fabs(a - b) > tol) fail_msg("%.9g != %.9g (tol %g)", a, b, tol);
 }
 
-static void test_seed_table_ddof0(void **state) {
-    // the seed's table: (1,1,0,0) -> +-1; (1,1,1,0) -> 0.58 x3, -1.73
+static void test_example_groups_ddof0(void **state) {
+    // ddof 0: (1,1,0,0) -> +-1; (1,1,1,0) -> 0.58 x3, -1.73
     ObjectiveConfig o = preset("grpo", 0);
     float r[8] = {1, 1, 0, 0, 1, 1, 1, 0}, a[8];
     kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
@@ -36,7 +36,7 @@ static void test_seed_table_ddof0(void **state) {
            a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 
-static void test_seed_table_ddof1(void **state) {
+static void test_example_groups_ddof1(void **state) {
     ObjectiveConfig o = preset("grpo", 1);
     float r[8] = {1, 1, 0, 0, 1, 1, 1, 0}, a[8], mean[2], std[2];
     kn_group_advantages(cpu, a, mean, std, r, 2, 4, &o);
@@ -319,7 +319,7 @@ static void poison(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] = NAN;
 }
 
-// kn_group_advantages: the seed table at ddof 0, Dr. GRPO's r - mean, RLOO's
+// kn_group_advantages: the example groups at ddof 0, Dr. GRPO's r - mean, RLOO's
 // G/(G-1) (r - mean), all-equal groups 0; group mean and std.
 static void test_op_group_advantages(void **state) {
     float r[12] = {1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1}, a[12], mean[3], std[3];
@@ -444,8 +444,8 @@ static void test_op_token_weights_clip_kl(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed_table_ddof0),
-        cmocka_unit_test(test_seed_table_ddof1),
+        cmocka_unit_test(test_example_groups_ddof0),
+        cmocka_unit_test(test_example_groups_ddof1),
         cmocka_unit_test(test_dr_grpo_and_rloo),
         cmocka_unit_test(test_all_equal_groups),
         cmocka_unit_test(test_batch_std),

@@ -25,11 +25,12 @@ static int find_name(const char *const *names, int n, const char *s) {
 // std_ddof 1 is what the paper's code (oat), TRL and verl use; l_max 0 is the sampler's
 // budget; dapo's eps_high 0.28 is DAPO's clip-higher.
 static const ObjectiveConfig PRESETS[] = {
-    //  preset     baseline                scale            ddof  std_eps  aggregation                  l_max eps_low eps_high beta dyn
-    {"grpo",    BASELINE_GROUP_MEAN,    SCALE_GROUP_STD, 1,    1e-6f,   AGG_SEQ_MEAN_TOKEN_MEAN,     0,    0.2f,   0.2f,    0.0f, 0},
-    {"dr_grpo", BASELINE_GROUP_MEAN,    SCALE_NONE,      1,    1e-6f,   AGG_SEQ_MEAN_TOKEN_SUM_NORM, 0,    0.2f,   0.2f,    0.0f, 0},
-    {"dapo",    BASELINE_GROUP_MEAN,    SCALE_GROUP_STD, 1,    1e-6f,   AGG_TOKEN_MEAN,              0,    0.2f,   0.28f,   0.0f, 0},
-    {"rloo",    BASELINE_LEAVE_ONE_OUT, SCALE_NONE,      1,    1e-6f,   AGG_SEQ_MEAN_TOKEN_SUM,      0,    0.2f,   0.2f,    0.0f, 0},
+    // preset, baseline, scale, std_ddof, std_eps, aggregation, l_max, eps_low, eps_high, beta,
+    // dynamic_sampling
+    {"grpo",    BASELINE_GROUP_MEAN,    SCALE_GROUP_STD, 1, 1e-6f, AGG_SEQ_MEAN_TOKEN_MEAN,     0, 0.2f, 0.2f,  0.0f, 0},
+    {"dr_grpo", BASELINE_GROUP_MEAN,    SCALE_NONE,      1, 1e-6f, AGG_SEQ_MEAN_TOKEN_SUM_NORM, 0, 0.2f, 0.2f,  0.0f, 0},
+    {"dapo",    BASELINE_GROUP_MEAN,    SCALE_GROUP_STD, 1, 1e-6f, AGG_TOKEN_MEAN,              0, 0.2f, 0.28f, 0.0f, 0},
+    {"rloo",    BASELINE_LEAVE_ONE_OUT, SCALE_NONE,      1, 1e-6f, AGG_SEQ_MEAN_TOKEN_SUM,      0, 0.2f, 0.2f,  0.0f, 0},
 };
 #define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
 
