@@ -25,7 +25,7 @@ PKG_LIBS = $(filter-out -lgslcblas,$(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgco
 LDLIBS = $(PKG_LIBS) -lm -fopenmp
 TEST_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
-# ---- probes (STYLE.md 7): say what was found, degrade gracefully
+# ---- probes: say what was found, degrade gracefully
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CUDA ?= $(if $(NVCC),1,0)
 MPICC := $(shell command -v mpicc 2>/dev/null)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make gpu-bundle: the CUDA binaries of `make gpu-check`, built here, for a GPU machine that
-# has neither grpolab's Debian packages nor a network to install them (the H200 lent through
-# this workplace's device tool: docs/benchmarks.md). Builds build-gpu/ (-march=x86-64-v3, so
+# has neither grpolab's Debian packages nor a network to install them (docs/benchmarks.md,
+# "GPU"). Builds build-gpu/ (-march=x86-64-v3, so
 # it runs on any AVX2 CPU; sm_90 CUDA code as in every build) and packs
 # build-gpu/bundle.tar.gz: grpolab, the three CUDA test binaries, lib/ with the shared
 # libraries they load that are neither glibc's nor CUDA's (HDF5, GSL, OpenBLAS, cmocka and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make gpu-check: everything that needs a GPU, in one short run (about 3 minutes on an H200):
+# make gpu-check: everything that needs a GPU, in one short run (docs/benchmarks.md):
 # build with CUDA, CUDA-vs-CPU parity tests (every op, the whole model, generation, one RL
 # update of the trainer), a short GPU pretraining, a short RL run of the fig5 GRPO config on
 # the GPU done twice (same seed: are the two logs identical?) and once on the CPU, and
@@ -8,7 +8,7 @@
 #
 # GPU_CHECK_PREBUILT=DIR uses the binaries that `make gpu-bundle` packed (DIR/grpolab,
 # DIR/tests/, DIR/lib/, DIR/base.h5) instead of building: for a GPU machine without the
-# Debian packages and without a network (docs/benchmarks.md says how it was run).
+# Debian packages and without a network (docs/benchmarks.md says how).
 # GPU_CHECK_RL_STEPS (default 10) sets the RL run's length, GPU_CHECK_RL_BACKEND (default
 # cuda) its backend; GPU_CHECK_TF32=0 skips the TF32 bench, GPU_CHECK_BENCH=0 every bench.
 set -uo pipefail
@@ -145,8 +145,8 @@ if [ -f "$BASE" ]; then
   done
   cmp=$(compare_logs build/gpu-check-rl-a.h5 build/gpu-check-rl-b.h5); echo "determinism: $cmp"
   row "$RLB determinism (run a vs run b)" "$(echo "$cmp" | grep -q ' 0 differ\|datasets identical' && echo ok || echo DIFF)" "$cmp"
-  # 2 threads: on the H200 machine's 16 vCPUs all 16 took 96 s for one step (2026-12-04,
-  # docs/benchmarks.md), against ~4 s on 2 cores of the development machines
+  # 2 threads: on a VM's many vCPUs all of them made the CPU backend far slower than 2
+  # (docs/benchmarks.md, "GPU")
   echo "== RL run on the CPU backend (2 threads), 3 steps, no eval"
   out=$(rl_run 120 cpu build/gpu-check-rl-cpu.h5 3 0 --set run.threads=2); echo "$out"
   thr=$(throughput "$out")

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# `make reproduce-fig5` on a GPU machine without grpolab's Debian packages (the H200 lent
-# through this workplace's device tool), from the binary of `make gpu-bundle`:
+# `make reproduce-fig5` on a GPU machine without grpolab's Debian packages and without a
+# network, from the binary of `make gpu-bundle`:
 #   tar xzf build-gpu/bundle.tar.gz -C build-gpu && scripts/gpu-fig5.sh
-# (the device tool's command; carry build-gpu/bundle.tar.gz, or unpack it first as here).
+# (carry build-gpu/bundle.tar.gz to that machine, or unpack it first as here).
 # It calls scripts/reproduce-fig5.sh with BACKEND=cuda and SEEDS=1, 2, 3, ...: each call
 # trains one more seed pair (GRPO and Dr. GRPO, seed 1234 + k), keeps the pairs already
 # trained and prints the summary and checks of all pairs so far. One run at a time: on one
-# H200 a run alone took 0.2 s per step, two side by side 0.5-0.6 s each (docs/results.md).
-# The base model is pretrained on the GPU when data/models/base.h5 is missing (27 s).
+# GPU two runs side by side are slower than one after the other (docs/benchmarks.md).
+# The base model is pretrained on the GPU when data/models/base.h5 is missing.
 #
 # GPU_FIG5_SEEDS (default 3) pairs are trained, and further ones up to GPU_FIG5_MAX_SEEDS
 # (default 6), as long as GPU_FIG5_SECONDS (default 540) since the start leave time for one
@@ -20,7 +20,7 @@
 # lack: then the summary is printed without them and the runs are drawn where it is.
 # SET and TAG pass through to reproduce-fig5 (an ablation of the RL settings, its runs in
 # data/runs/TAG), e.g. TAG=p64 SET="train.prompts_per_step=64 train.minibatch_size=128"
-# (three pairs in 566 s on an H200; docs/results.md).
+# (its time on an H200: docs/benchmarks.md).
 # GPU_FIG5_BACKEND=cpu with QUICK=1 (reproduce-fig5's smoke version) tries the script here.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -6,7 +6,7 @@
 #   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
 #      the summary (also written to plots/summary.md)
 # Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a base model briefly
-# pretrained on level-1 questions, 12 RL steps of 4 level-1 prompts; under 5 minutes on 2
+# pretrained on level-1 questions, 12 RL steps of 4 level-1 prompts, a few minutes on 2
 # cores; files under data/*/quick and plots/quick), BACKEND=auto|cpu|cuda (default auto),
 # SET="key=value ..." (settings on top of both fig5 configs for the RL runs, as `--set`; the
 # base model is not affected) with TAG=name (required with SET: the runs go to
@@ -14,14 +14,12 @@
 # runs; scripts/fig5-paths.sh),
 # GRPOLAB=path of the binary, JOBS=N|auto: train N runs at a time, each on nproc/N threads
 # (run.threads) with its output in RUN.h5.log and a progress line per run every minute.
-# auto (the default) is 1 on a GPU (on an H200 two runs side by side took 0.5-0.6 s per step
-# each, one alone 0.2 s; docs/results.md) and min(nproc, 2 x SEEDS) on the CPU: on the
-# 2-core CPU both objectives side by side on one thread each, which is faster than one run
-# after the other on two threads (25 against 34 minutes for the seed pair of the fig5
-# configs on the 2-core EPYC, docs/results.md) and is how the
-# runs of docs/results.md were made: the CPU's rounding depends on the thread count
-# (OpenBLAS; docs/kernels.md, "Determinism"), so the same seed on another count of threads
-# follows another trajectory.
+# auto (the default) is 1 on a GPU (where two runs side by side are slower than one after
+# the other) and min(nproc, 2 x SEEDS) on the CPU: on the 2-core CPU both objectives side by
+# side on one thread each, which is faster than one run after the other on two threads
+# (docs/benchmarks.md has both timings) and is how the runs of docs/results.md were made:
+# the CPU's rounding depends on the thread count (OpenBLAS; docs/kernels.md,
+# "Determinism"), so the same seed on another count of threads follows another trajectory.
 # A base model that exists is kept if it was pretrained with the config it would be pretrained
 # with now (`grpolab config --against-model`); if not, the script stops and lists the keys.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
@@ -55,7 +53,7 @@ fi
 PRETRAIN_SET=()
 TRAIN_SET=()
 if [ "$QUICK" = 1 ]; then
-  # the smoke version: the same configs, cut down (docs/results.md). Its base model sees only
+  # the smoke version: the same configs, cut down. Its base model sees only
   # level-1 questions (one operation), which 900 steps teach well enough to answer about one
   # in six of them at temperature 1 (levels 2-5 take the full pretraining), and RL trains on
   # level 1 only, so most groups are mixed and the updates are not zero.
@@ -93,9 +91,9 @@ if [ -f "$BASE" ]; then
   say "base model $BASE exists and matches experiments/base/pretrain.ini (delete it to pretrain again)"
 else
   if [ "$QUICK" = 1 ]; then
-    say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions; about 1.5 minutes)"
+    say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions)"
   else
-    say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; 10-15 min on 2 CPU cores, 27 s on an H200)"
+    say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU and a GPU: docs/benchmarks.md)"
   fi
   "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
 fi

@@ -1,6 +1,6 @@
 // common.h: error reporting and checked allocation shared by every module.
 // Every call that can fail goes through a check that reports file, line and the
-// library's own message (STYLE.md 5). Library code returns errors to its caller
+// library's own message. Library code returns errors to its caller
 // with a message in a caller-provided buffer; only "cannot continue" conditions
 // (out of memory, a failed CUDA call) exit through die().
 #ifndef GRPOLAB_COMMON_H

@@ -6,7 +6,7 @@
 //   logits = rmsnorm(x) @ output^T           (output = tok_embeddings when tied)
 //
 // Parameters, gradients, AdamW moments and activations each live in one contiguous
-// device buffer carved by a size table into named tensors (STYLE.md 3). Tensor names
+// device buffer carved by a size table into named tensors. Tensor names
 // are in the style of Meta's Llama checkpoints, so a PyTorch user recognises them:
 //   tok_embeddings (V,C); layers.{i}.attn_norm (C); layers.{i}.attn.wq (NH*hd,C);
 //   layers.{i}.attn.wk, .wv (NKV*hd,C); layers.{i}.attn.wo (C,NH*hd); layers.{i}.mlp_norm (C);
