@@ -4,6 +4,7 @@
 // file and misuse, copies without a table (also of a log still being written), and the
 // append speed.
 #include <dirent.h>
+#include <stddef.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -748,6 +749,103 @@ static void test_writer_errors(void **state) {
     assert_no_open_h5_ids();
 }
 
+// ---------------------------------------------------------------- rows appended by name
+typedef struct {
+    int32_t a;
+    double b;
+    float c;
+    int64_t d;
+} Row;  // the columns are declared in another order than the fields: names decide, not positions
+static const TableColumn ROW_COLS[] = {
+    {{"d", COL_I64, "int64 field"}, "", offsetof(Row, d)},
+    {{"b", COL_F64, "double field"}, "s", offsetof(Row, b)},
+    {{"a", COL_I32, "int32 field"}, "", offsetof(Row, a)},
+    {{"c", COL_F32, "float field"}, "", offsetof(Row, c)},
+};
+static const TableSpec ROW_TABLE = {"rows", "one row per record", ROW_COLS, 4, ROW_STRUCT, sizeof(Row), 0, 0};
+typedef struct {
+    const int32_t *a;
+    const double *b;
+} Cols;
+static const TableColumn PTR_COLS[] = {
+    {{"b", COL_F64, "double column"}, "", offsetof(Cols, b)},
+    {{"a", COL_I32, "int32 column"}, "", offsetof(Cols, a)},
+};
+static const TableSpec PTR_TABLE = {"cols", "one row per value", PTR_COLS, 2, ROW_POINTERS, sizeof(Cols), 0, 1};
+
+static void expect_declare_error(const TableSpec *t, const char *part) {
+    char err[512] = "";
+    RunLog *rl = runlog_create(tmp_path("layout.h5"), 1, err, sizeof err);
+    assert_non_null(rl);
+    assert_int_equal(runlog_declare(rl, t, err, sizeof err), -1);
+    printf("  %s\n", err);
+    assert_contains(err, part);
+    close_ok(rl);
+}
+
+static void test_rows_by_name(void **state) {
+    const char *path = tmp_path("rows.h5");
+    char err[512] = "";
+    RunLog *rl = runlog_create(path, 0, err, sizeof err);
+    assert_non_null(rl);
+    assert_int_equal(runlog_declare(rl, &ROW_TABLE, err, sizeof err), 0);
+    assert_int_equal(runlog_declare(rl, &PTR_TABLE, err, sizeof err), 0);
+    assert_int_equal(runlog_add_table(rl, "plain", TRAIN_COLS, N_TRAIN, 0, 0, err, sizeof err), 0);
+    start_ok(rl);
+    enum { N = 300, NP = 70000 };  // NP: more than a buffer, written straight
+    Row *rows = calloc(N, sizeof *rows);
+    for (int i = 0; i < N; i++) rows[i] = (Row){.a = i, .b = i + 0.25, .c = -0.5f * (float)i, .d = 3LL * i + (1LL << 40)};
+    assert_int_equal(runlog_append_rows(rl, &ROW_TABLE, 1, rows, err, sizeof err), 0);
+    assert_int_equal(runlog_append_rows(rl, &ROW_TABLE, N - 1, rows + 1, err, sizeof err), 0);
+    assert_int_equal(runlog_append_rows(rl, &ROW_TABLE, 0, NULL, err, sizeof err), 0);
+    int32_t *pa = malloc(NP * sizeof *pa);
+    double *pb = malloc(NP * sizeof *pb);
+    for (int i = 0; i < NP; i++) pa[i] = 7 * i, pb[i] = i / 3.0;
+    Cols cols = {.a = pa, .b = pb};
+    assert_int_equal(runlog_append_columns(rl, &PTR_TABLE, NP, &cols, err, sizeof err), 0);
+    // misuse: the other layout, a table declared without a spec, another spec of the same name
+    assert_int_equal(runlog_append_columns(rl, &ROW_TABLE, 1, &cols, err, sizeof err), -1);
+    assert_contains(err, "append with runlog_append_rows");
+    assert_int_equal(runlog_append_rows(rl, &PTR_TABLE, 1, rows, err, sizeof err), -1);
+    assert_contains(err, "append with runlog_append_columns");
+    static const TableColumn PLAIN_COLS[] = {{{"step", COL_I64, "s"}, "", 0}, {{"reward_mean", COL_F32, "r"}, "", 8}};
+    TableSpec plain = {"plain", "", PLAIN_COLS, N_TRAIN, ROW_STRUCT, 16, 0, 0};
+    assert_int_equal(runlog_append_rows(rl, &plain, 1, rows, err, sizeof err), -1);
+    assert_contains(err, "not declared with this spec");
+    assert_int_equal(runlog_append_rows(rl, &ROW_TABLE, 1, NULL, err, sizeof err), -1);
+    assert_contains(err, "no rows");
+    close_ok(rl);
+
+    RunLogReader *rd = reader_ok(path);
+    int64_t n;
+    double *a = read_col(rd, "rows/a", &n), *b = read_col(rd, "rows/b", &n), *c = read_col(rd, "rows/c", &n);
+    double *d = read_col(rd, "rows/d", &n);
+    assert_int_equal(n, N);
+    for (int i = 0; i < N; i++) {
+        assert_true(a[i] == i && b[i] == i + 0.25 && c[i] == -0.5 * i);
+        assert_true(d[i] == (double)(3LL * i + (1LL << 40)));
+    }
+    double *ca = read_col(rd, "cols/a", &n), *cb = read_col(rd, "cols/b", &n);
+    assert_int_equal(n, NP);
+    for (int i = 0; i < NP; i++) assert_true(ca[i] == 7.0 * i && cb[i] == i / 3.0);
+    free(a), free(b), free(c), free(d), free(ca), free(cb), free(rows), free(pa), free(pb);
+    runlog_reader_close(rd);
+    assert_no_open_h5_ids();
+
+    // layouts that would put a value into the wrong column, or outside the row
+    TableColumn overlap[2] = {{{"x", COL_F64, "x"}, "", 0}, {{"y", COL_I32, "y"}, "", 4}};
+    expect_declare_error(&(TableSpec){"t", "", overlap, 2, ROW_STRUCT, 16, 0, 0}, "overlap in the row");
+    TableColumn outside[1] = {{{"x", COL_F64, "x"}, "", 8}};
+    expect_declare_error(&(TableSpec){"t", "", outside, 1, ROW_STRUCT, 12, 0, 0}, "of a row of 12 bytes");
+    TableColumn unaligned[1] = {{{"x", COL_F32, "x"}, "", 2}};
+    expect_declare_error(&(TableSpec){"t", "", unaligned, 1, ROW_STRUCT, 8, 0, 0}, "aligned to 4");
+    TableColumn ptr_same[2] = {{{"x", COL_I32, "x"}, "", 0}, {{"y", COL_I32, "y"}, "", 0}};
+    expect_declare_error(&(TableSpec){"t", "", ptr_same, 2, ROW_POINTERS, 8, 0, 0}, "overlap in the row");
+    expect_declare_error(&(TableSpec){"t", "", ptr_same, 2, (RowLayout)7, 16, 0, 0}, "invalid row layout");
+    TableColumn nodoc[1] = {{{"x", COL_I32, ""}, "", 0}};
+    expect_declare_error(&(TableSpec){"t", "", nodoc, 1, ROW_STRUCT, 4, 0, 0}, "has no doc");
+}
+
 // ---------------------------------------------------------------- speed (printed, not asserted)
 static void test_append_speed(void **state) {
     const char *path = tmp_path("speed.h5");
@@ -994,6 +1092,7 @@ int main(void) {
         cmocka_unit_test(test_resume_mismatch),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_writer_errors),
+        cmocka_unit_test(test_rows_by_name),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_copy_while_written),
         cmocka_unit_test(test_append_speed),

@@ -2,6 +2,7 @@
 #include "runs.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,21 +10,39 @@
 #include "../common.h"
 #include "analysis.h"
 #include "../sim/config.h"
+#include "../sim/logschema.h"
 #include "../sim/runlog.h"
 
-// Reads the columns of one table cut to the shortest (a run being written may be one column
-// ahead). cols[c] receives a malloc'd array; *n the common length.
-static int read_table(RunLogReader *rd, const char *path, const char *table, const char *const *names,
-                      int n_cols, double **cols, int64_t *n, char *err, size_t errlen) {
+// A column of a logged table (by its name in the table's spec, logschema.h) and the field of
+// the struct it is read into (a double *, by offsetof).
+typedef struct {
+    const char *column;
+    size_t field;
+} ColumnField;
+#define FIELDS_OF(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+// Reads the columns of table (cut to the shortest: a run being written may be one column
+// ahead) into the double * fields of dst that fields name: each a malloc'd array of *n values.
+// A column the schema does not have is a bug in the reader, not in the file.
+static int read_table(RunLogReader *rd, const TableSpec *table, const ColumnField *fields,
+                      int n_fields, void *dst, int64_t *n, char *err, size_t errlen) {
     int64_t len = -1;
     char ds[128], e[512];
-    for (int c = 0; c < n_cols; c++) cols[c] = NULL;
-    for (int c = 0; c < n_cols; c++) {
-        snprintf(ds, sizeof ds, "%s/%s", table, names[c]);
+    double **col[32];
+    if (n_fields > 32) die("runs.c: %d columns of /%s at once (at most 32)", n_fields, table->name);
+    for (int c = 0; c < n_fields; c++) {
+        if (!runlog_spec_column(table, fields[c].column))
+            die("runs.c: reads column '%s', which /%s of logschema.c does not have", fields[c].column,
+                table->name);
+        col[c] = (double **)((char *)dst + fields[c].field);
+        *col[c] = NULL;
+    }
+    for (int c = 0; c < n_fields; c++) {
+        snprintf(ds, sizeof ds, "%s/%s", table->name, fields[c].column);
         int64_t k;
-        cols[c] = runlog_read_column(rd, ds, &k, e, sizeof e);
-        if (!cols[c]) {
-            for (int j = 0; j < c; j++) free(cols[j]);
+        *col[c] = runlog_read_column(rd, ds, &k, e, sizeof e);
+        if (!*col[c]) {
+            for (int j = 0; j < c; j++) free(*col[j]), *col[j] = NULL;
             return set_err(err, errlen, "%s", e);  // e names the file
         }
         if (len < 0 || k < len) len = k;
@@ -85,13 +104,32 @@ static void read_config(RunLogReader *rd, Run *r) {
     free(text);
 }
 
+// The columns of a table read into a struct of arrays whose fields are named as the columns.
+#define SAME(S, f) {#f, offsetof(S, f)}
+typedef struct {
+    double *step, *bench, *accuracy, *length_correct, *length_incorrect, *n;
+} EvalColumns;
+typedef struct {
+    double *step, *length, *correct, *advantage, *token_offset;
+} ResponseColumns;
+typedef struct {
+    double *step, *length, *correct, *disagreement, *gave_up, *looped;
+} BehaviourColumns;
+typedef struct {
+    double *step, *reward_mean, *mean_abs_advantage, *sum_abs_weight, *group_size;
+} QuestionColumns;
+typedef struct {
+    double *weight;
+} TokenWeights;
+
 // /eval pooled per evaluation over the benchmarks (train_pool excluded).
 static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *err, size_t errlen) {
-    static const char *const cols[] = {"step", "bench", "accuracy", "length_correct",
-                                       "length_incorrect", "n"};
-    double *c[6];
+    EvalColumns ev;
+    static const ColumnField cols[] = {SAME(EvalColumns, step), SAME(EvalColumns, bench),
+                                       SAME(EvalColumns, accuracy), SAME(EvalColumns, length_correct),
+                                       SAME(EvalColumns, length_incorrect), SAME(EvalColumns, n)};
     int64_t n = 0;
-    if (read_table(rd, r->path, "eval", cols, 6, c, &n, err, errlen) != 0) return -1;
+    if (read_table(rd, &LOG_TRAIN_EVAL, cols, FIELDS_OF(cols), &ev, &n, err, errlen) != 0) return -1;
     // the index of train_pool among the benchmark names, if present
     int train_pool = -1, idx = 0;
     for (const char *p = bench_names; p && *p; idx++) {
@@ -106,15 +144,15 @@ static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *er
     r->eval_len_incorrect = xcalloc((size_t)n + 1, sizeof(double));
     r->n_evals = 0;
     for (int64_t i = 0; i < n;) {  // rows of one evaluation share a step and are adjacent
-        double st = c[0][i], acc = 0, sc = 0, nc = 0, si = 0, ni = 0;
+        double st = ev.step[i], acc = 0, sc = 0, nc = 0, si = 0, ni = 0;
         int nb = 0;
-        for (; i < n && c[0][i] == st; i++) {
-            if ((int)c[1][i] == train_pool) continue;
-            double q = c[5][i], k = round(c[2][i] * q);
-            acc += c[2][i];
+        for (; i < n && ev.step[i] == st; i++) {
+            if ((int)ev.bench[i] == train_pool) continue;
+            double q = ev.n[i], k = round(ev.accuracy[i] * q);
+            acc += ev.accuracy[i];
             nb++;
-            if (k > 0 && isfinite(c[3][i])) sc += k * c[3][i], nc += k;
-            if (q - k > 0 && isfinite(c[4][i])) si += (q - k) * c[4][i], ni += q - k;
+            if (k > 0 && isfinite(ev.length_correct[i])) sc += k * ev.length_correct[i], nc += k;
+            if (q - k > 0 && isfinite(ev.length_incorrect[i])) si += (q - k) * ev.length_incorrect[i], ni += q - k;
         }
         if (nb == 0) continue;
         int e = r->n_evals++;
@@ -123,7 +161,8 @@ static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *er
         r->eval_len_correct[e] = nc > 0 ? sc / nc : NAN;
         r->eval_len_incorrect[e] = ni > 0 ? si / ni : NAN;
     }
-    for (int k = 0; k < 6; k++) free(c[k]);
+    free(ev.step), free(ev.bench), free(ev.accuracy), free(ev.length_correct);
+    free(ev.length_incorrect), free(ev.n);
     return 0;
 }
 
@@ -158,15 +197,15 @@ Run *run_load(const char *path, char *err, size_t errlen) {
     benches = runlog_read_attr_str(rd, "benchmarks", e, sizeof e);  // optional
     read_config(rd, r);
 
-    static const char *const cols[] = {"step", "reward_mean", "length_mean", "length_correct",
-                                       "length_incorrect", "truncation_rate", "loop_rate",
-                                       "disagreement_rate", "selfcheck_rate", "bias_cosine",
-                                       "mixed_group_frac"};
-    double *c[11];
-    if (read_table(rd, path, "train", cols, 11, c, &r->n_steps, err, errlen) != 0) goto fail;
-    r->step = c[0], r->reward = c[1], r->len_mean = c[2], r->len_correct = c[3];
-    r->len_incorrect = c[4], r->truncation = c[5], r->loop = c[6], r->disagreement = c[7];
-    r->selfcheck = c[8], r->bias_cosine = c[9], r->mixed_groups = c[10];
+    static const ColumnField cols[] = {
+        {"step", offsetof(Run, step)}, {"reward_mean", offsetof(Run, reward)},
+        {"length_mean", offsetof(Run, len_mean)}, {"length_correct", offsetof(Run, len_correct)},
+        {"length_incorrect", offsetof(Run, len_incorrect)},
+        {"truncation_rate", offsetof(Run, truncation)}, {"loop_rate", offsetof(Run, loop)},
+        {"disagreement_rate", offsetof(Run, disagreement)},
+        {"selfcheck_rate", offsetof(Run, selfcheck)}, {"bias_cosine", offsetof(Run, bias_cosine)},
+        {"mixed_group_frac", offsetof(Run, mixed_groups)}};
+    if (read_table(rd, &LOG_TRAIN, cols, FIELDS_OF(cols), r, &r->n_steps, err, errlen) != 0) goto fail;
     if (r->n_steps == 0) {
         set_err(err, errlen, "%s: an empty run: /train has no finished step yet (is the run still "
                 "starting, or did it fail before its first step?)", path);
@@ -183,48 +222,66 @@ fail:
     return NULL;
 }
 
+// 1 if the log has column col of table (a column of its spec), else 0.
+static int has_column(const RunLogReader *rd, const TableSpec *table, const char *col) {
+    char ds[128];
+    if (!runlog_spec_column(table, col))
+        die("runs.c: looks for column '%s', which /%s of logschema.c does not have", col, table->name);
+    snprintf(ds, sizeof ds, "%s/%s", table->name, col);
+    return runlog_reader_has(rd, ds);
+}
+
 int run_load_responses(Run *r, char *err, size_t errlen) {
     char e[1024];
     RunLogReader *rd = runlog_reader_open(r->path, e, sizeof e);
     if (!rd) return set_err(err, errlen, "%s", e);
-    static const char *const rc[] = {"step", "length", "correct", "advantage", "token_offset"};
-    static const char *const qc[] = {"step", "reward_mean", "mean_abs_advantage", "sum_abs_weight",
-                                     "group_size"};
-    static const char *const tc[] = {"weight"};
-    double *R[5], *Q[5], *T[1] = {NULL};
+    static const ColumnField rc[] = {SAME(ResponseColumns, step), SAME(ResponseColumns, length),
+                                     SAME(ResponseColumns, correct), SAME(ResponseColumns, advantage),
+                                     SAME(ResponseColumns, token_offset)};
+    static const ColumnField qc[] = {SAME(QuestionColumns, step), SAME(QuestionColumns, reward_mean),
+                                     SAME(QuestionColumns, mean_abs_advantage),
+                                     SAME(QuestionColumns, sum_abs_weight),
+                                     SAME(QuestionColumns, group_size)};
+    static const ColumnField tc[] = {SAME(TokenWeights, weight)};
+    ResponseColumns R;
+    QuestionColumns Q;
+    TokenWeights T = {NULL};
     int64_t nr = 0, nq = 0, nt = 0;
-    int ok = read_table(rd, r->path, "responses", rc, 5, R, &nr, err, errlen) == 0;
-    if (ok && read_table(rd, r->path, "questions", qc, 5, Q, &nq, err, errlen) != 0) {
-        for (int k = 0; k < 5; k++) free(R[k]);
+    int ok = read_table(rd, &LOG_RESPONSES, rc, FIELDS_OF(rc), &R, &nr, err, errlen) == 0;
+    if (ok && read_table(rd, &LOG_QUESTIONS, qc, FIELDS_OF(qc), &Q, &nq, err, errlen) != 0) {
+        free(R.step), free(R.length), free(R.correct), free(R.advantage), free(R.token_offset);
         ok = 0;
     }
     // /tokens may be missing as a whole (a log stripped of it to travel, docs/hdf5-schema.md):
     // then no per-token weights, and has_tokens says so; a /tokens without its weight column
     // is an error as any other missing column
-    r->has_tokens = runlog_reader_has(rd, "tokens/weight") || runlog_reader_has(rd, "tokens/step");
-    if (ok && r->has_tokens && read_table(rd, r->path, "tokens", tc, 1, T, &nt, err, errlen) != 0) {
-        for (int k = 0; k < 5; k++) free(R[k]), free(Q[k]);
+    r->has_tokens = has_column(rd, &LOG_TOKENS, "weight") || has_column(rd, &LOG_TOKENS, "step");
+    if (ok && r->has_tokens && read_table(rd, &LOG_TOKENS, tc, FIELDS_OF(tc), &T, &nt, err, errlen) != 0) {
+        free(R.step), free(R.length), free(R.correct), free(R.advantage), free(R.token_offset);
+        free(Q.step), free(Q.reward_mean), free(Q.mean_abs_advantage), free(Q.sum_abs_weight);
+        free(Q.group_size);
         ok = 0;
     }
     runlog_reader_close(rd);
     if (!ok) return -1;
     // keep only the steps /train has (a run being written may have rows of the next step)
     double last = r->step[r->n_steps - 1];
-    while (nr > 0 && R[0][nr - 1] > last) nr--;
-    while (nq > 0 && Q[0][nq - 1] > last) nq--;
+    while (nr > 0 && R.step[nr - 1] > last) nr--;
+    while (nq > 0 && Q.step[nq - 1] > last) nq--;
     r->n_resp = nr;
-    r->resp_step = R[0], r->resp_length = R[1], r->resp_correct = R[2], r->resp_advantage = R[3];
+    r->resp_step = R.step, r->resp_length = R.length, r->resp_correct = R.correct;
+    r->resp_advantage = R.advantage;
     r->resp_mean_abs_w = xmalloc(((size_t)nr + 1) * sizeof(double));
     int64_t bad = 0;
     for (int64_t i = 0; i < nr; i++) {
-        int64_t off = (int64_t)R[4][i], len = (int64_t)R[1][i];
+        int64_t off = (int64_t)R.token_offset[i], len = (int64_t)R.length[i];
         if (off < 0 || len <= 0 || off + len > nt) {  // a token row the file does not hold
             r->resp_mean_abs_w[i] = NAN;
             bad++;
             continue;
         }
         double s = 0;
-        for (int64_t t = 0; t < len; t++) s += fabs(T[0][off + t]);
+        for (int64_t t = 0; t < len; t++) s += fabs(T.weight[off + t]);
         r->resp_mean_abs_w[i] = s / (double)len;
     }
     if (!r->has_tokens)
@@ -233,11 +290,11 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
     else if (bad)
         fprintf(stderr, "grpolab: note: %s: %lld responses point past the end of /tokens (%lld rows): "
                 "left out\n", r->path, (long long)bad, (long long)nt);
-    free(R[4]);
-    free(T[0]);
+    free(R.token_offset);
+    free(T.weight);
     r->n_quest = nq;
-    r->q_step = Q[0], r->q_reward_mean = Q[1], r->q_mean_abs_adv = Q[2], r->q_sum_abs_w = Q[3];
-    r->q_group_size = Q[4];
+    r->q_step = Q.step, r->q_reward_mean = Q.reward_mean, r->q_mean_abs_adv = Q.mean_abs_advantage;
+    r->q_sum_abs_w = Q.sum_abs_weight, r->q_group_size = Q.group_size;
     return 0;
 }
 
@@ -245,10 +302,13 @@ int run_failing_states(const Run *r, FailingStates out[2], char *err, size_t err
     char e[1024];
     RunLogReader *rd = runlog_reader_open(r->path, e, sizeof e);
     if (!rd) return set_err(err, errlen, "%s", e);
-    static const char *const rc[] = {"step", "length", "correct", "disagreement", "gave_up", "looped"};
-    double *R[6];
+    static const ColumnField rc[] = {SAME(BehaviourColumns, step), SAME(BehaviourColumns, length),
+                                     SAME(BehaviourColumns, correct),
+                                     SAME(BehaviourColumns, disagreement),
+                                     SAME(BehaviourColumns, gave_up), SAME(BehaviourColumns, looped)};
+    BehaviourColumns R;
     int64_t nr = 0;
-    int rc_ok = read_table(rd, r->path, "responses", rc, 6, R, &nr, err, errlen);
+    int rc_ok = read_table(rd, &LOG_RESPONSES, rc, FIELDS_OF(rc), &R, &nr, err, errlen);
     runlog_reader_close(rd);
     if (rc_ok != 0) return -1;
     int n = (int)r->n_steps, k = tenth_of(n);
@@ -256,12 +316,12 @@ int run_failing_states(const Run *r, FailingStates out[2], char *err, size_t err
     for (int part = 0; part < 2; part++) {
         double all = 0, dis = 0, cor = 0, gave = 0, loop = 0, fails = 0, flen = 0;
         for (int64_t i = 0; i < nr; i++) {
-            if (R[0][i] < lo[part] || R[0][i] > hi[part]) continue;
+            if (R.step[i] < lo[part] || R.step[i] > hi[part]) continue;
             all++;
-            if (!(R[3][i] > 0)) continue;
+            if (!(R.disagreement[i] > 0)) continue;
             dis++;
-            cor += R[2][i] > 0, gave += R[4][i] > 0, loop += R[5][i] > 0;
-            if (!(R[2][i] > 0)) fails++, flen += R[1][i];
+            cor += R.correct[i] > 0, gave += R.gave_up[i] > 0, loop += R.looped[i] > 0;
+            if (!(R.correct[i] > 0)) fails++, flen += R.length[i];
         }
         out[part].share = all > 0 ? dis / all : NAN;
         out[part].correct = dis > 0 ? cor / dis : NAN;
@@ -269,7 +329,8 @@ int run_failing_states(const Run *r, FailingStates out[2], char *err, size_t err
         out[part].looped = dis > 0 ? loop / dis : NAN;
         out[part].fail_len = fails > 0 ? flen / fails : NAN;
     }
-    for (int c = 0; c < 6; c++) free(R[c]);
+    free(R.step), free(R.length), free(R.correct), free(R.disagreement), free(R.gave_up);
+    free(R.looped);
     return 0;
 }
 

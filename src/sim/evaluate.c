@@ -205,31 +205,6 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
                     size_t errlen) {
     RunLog *rl = runlog_create(path, 1, err, errlen);
     if (!rl) return -1;
-    static const ColumnSpec bench_cols[] = {
-        {"bench", COL_I32, "benchmark index (attribute benchmarks lists the names)"},
-        {"n", COL_I32, "questions"},
-        {"accuracy", COL_F64, "share of responses with reward 1"},
-        {"length_mean", COL_F64, "mean response length, generated tokens"},
-        {"length_correct", COL_F64, "mean length of correct responses (NaN if none)"},
-        {"length_incorrect", COL_F64, "mean length of incorrect responses (NaN if none)"},
-        {"format_rate", COL_F64, "share of responses in the template's format"},
-        {"truncation_rate", COL_F64, "share of responses that ran into the budget"},
-    };
-    static const ColumnSpec resp_cols[] = {
-        {"bench", COL_I32, "benchmark index"},
-        {"index", COL_I32, "question index within the benchmark"},
-        {"level", COL_I32, "difficulty level 1..5, 0 for the out-of-distribution benchmarks"},
-        {"length", COL_I32, "generated tokens, the stop token included"},
-        {"reward", COL_I32, "verifier reward (0/1)"},
-        {"correct", COL_I32, "final answer equals the truth, format aside"},
-        {"format_ok", COL_I32, "the template's format was followed"},
-        {"truncated", COL_I32, "no stop within the budget"},
-        {"self_checked", COL_I32, "at least one re-check of a step"},
-        {"disagreement", COL_I32, "a re-check visibly disagreed"},
-        {"recovered", COL_I32, "after a disagreement, redone and correct"},
-        {"looped", COL_I32, "repeated disagreeing re-checks of one step"},
-        {"gave_up", COL_I32, "a quick guess after a disagreement"},
-    };
     char names[512] = "";
     for (int b = 0; b < r->n_bench + r->has_pool; b++) {
         if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
@@ -245,25 +220,20 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
              runlog_set_attr_i64(rl, "max_new_tokens", cfg->sampler.max_new_tokens, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "world_seed", (int64_t)cfg->world_seed, err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "score", r->score, err, errlen) == 0 &&
-             runlog_add_table(rl, "eval", bench_cols, 8, 64, 0, err, errlen) == 0 &&
-             runlog_add_table(rl, "responses", resp_cols, 13, 4096, 1, err, errlen) == 0 &&
+             logschema_declare(rl, &LOG_KIND_EVAL, err, errlen) == 0 &&
              runlog_start_swmr(rl, err, errlen) == 0;
     for (int b = 0; ok && b < r->n_bench + r->has_pool; b++) {
         const EvalStats *s = &r->bench[b];
         int n_bad = s->n - s->n_correct;
-        double acc = eval_accuracy(s), lm = ratio(s->len_sum, s->n);
-        double lc = mean_of(s->len_correct_sum, s->n_correct), li = mean_of(s->len_incorrect_sum, n_bad);
-        double fr = ratio(s->n_format, s->n), tr = ratio(s->n_truncated, s->n);
-        const void *row[8] = {&b, &s->n, &acc, &lm, &lc, &li, &fr, &tr};
-        ok = runlog_append(rl, "eval", 1, row, err, errlen) == 0;
+        EvalBenchRow row = {.bench = b, .n = s->n, .accuracy = eval_accuracy(s),
+                            .length_mean = ratio(s->len_sum, s->n),
+                            .length_correct = mean_of(s->len_correct_sum, s->n_correct),
+                            .length_incorrect = mean_of(s->len_incorrect_sum, n_bad),
+                            .format_rate = ratio(s->n_format, s->n),
+                            .truncation_rate = ratio(s->n_truncated, s->n)};
+        ok = runlog_append_rows(rl, &LOG_EVAL_BENCH, 1, &row, err, errlen) == 0;
     }
-    for (int i = 0; ok && i < n_recs; i++) {
-        const EvalRecord *e = &recs[i];
-        const void *row[13] = {&e->bench, &e->index, &e->level, &e->length, &e->reward,
-                               &e->correct, &e->format_ok, &e->truncated, &e->self_checked,
-                               &e->disagreement, &e->recovered, &e->looped, &e->gave_up};
-        ok = runlog_append(rl, "responses", 1, row, err, errlen) == 0;
-    }
+    if (ok) ok = runlog_append_rows(rl, &LOG_EVAL_RESPONSES, n_recs, recs, err, errlen) == 0;
     char err2[256];
     if (runlog_close(rl, ok ? err : err2, ok ? errlen : sizeof err2) != 0) ok = 0;
     return ok ? 0 : -1;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "logschema.h"
 #include "model.h"
 #include "sampler.h"
 #include "template.h"
@@ -31,11 +32,8 @@ typedef struct {
     double score;  // unweighted mean accuracy over the benchmarks (the pool not included)
 } EvalResult;
 
-// One evaluated response (for logs).
-typedef struct {
-    int bench, index, level, length, reward, correct, format_ok, truncated;
-    int self_checked, disagreement, recovered, looped, gave_up;
-} EvalRecord;
+// One evaluated response: a row of the eval log's /responses (logschema.h).
+typedef EvalResponseRow EvalRecord;
 
 typedef struct {
     Template template_kind;
@@ -69,8 +67,9 @@ void eval_print_table(const EvalResult *r, FILE *f);
 
 double eval_accuracy(const EvalStats *s);
 
-// Writes the result as an HDF5 run log (runlog.h): /eval one row per benchmark, /responses one
-// row per response; root attributes name the model and the settings.
+// Writes the result as an HDF5 run log of kind "eval" (logschema.h LOG_KIND_EVAL): /eval one
+// row per benchmark, /responses one row per response; root attributes name the model and the
+// settings.
 int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *cfg,
                     const EvalResult *r, const EvalRecord *recs, int n_recs, char *err,
                     size_t errlen);

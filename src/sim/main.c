@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "config.h"
 #include "evaluate.h"
+#include "logschema.h"
 #include "model.h"
 #include "pretrain.h"
 #include "setup.h"
@@ -463,6 +464,30 @@ static int cmd_train(int argc, char **argv) {
     return rc;
 }
 
+// ---------------------------------------------------------------- schema
+static int cmd_schema(int argc, char **argv) {
+    static const CliSpec spec = {"schema", "Print the columns of every run-log table (src/sim/logschema.c) as the "
+                                 "Markdown of docs/hdf5-schema.md: of the log of KIND (train, eval), or of both.",
+                                 "[KIND]", NULL, 0, 1, "KIND"};
+    CliArgs a;
+    int rc = cli_parse(&spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (a.n_positional == 1) {
+        const LogKind *k = logschema_kind(a.positional[0]);
+        if (!k) {
+            fprintf(stderr, "grpolab: error: schema: no run log of kind '%s' (kinds: train, eval)\n", a.positional[0]);
+            return 2;
+        }
+        logschema_print_md(k, stdout);
+        return 0;
+    }
+    for (int i = 0; i < N_LOG_KINDS; i++) {
+        printf("%s## %s (kind \"%s\")\n\n", i ? "\n" : "", LOG_KINDS[i]->command, LOG_KINDS[i]->kind);
+        logschema_print_md(LOG_KINDS[i], stdout);
+    }
+    return 0;
+}
+
 // ---------------------------------------------------------------- table
 static const Command commands[] = {
     {"config", "print a resolved config (--print FILE) or every config key (--keys)", cmd_config},
@@ -472,6 +497,7 @@ static const Command commands[] = {
     {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
+    {"schema", "print the columns of the run-log tables (docs/hdf5-schema.md)", cmd_schema},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},

@@ -221,6 +221,7 @@ typedef struct {
     int n_cols;
     Column *cols;     // in declaration order (resume, before declaration: file order)
     int declared;
+    const TableSpec *spec;  // declared with runlog_declare: the row layout appends use
     int64_t rows;     // rows in the file (resume, before runlog_start_swmr: rows to keep)
     int64_t n_buf;    // buffered rows
     int64_t cap;      // capacity of the buffers, in rows
@@ -526,6 +527,59 @@ int runlog_add_table(RunLog *rl, const char *table, const ColumnSpec *cols, int 
     return r;
 }
 
+const TableColumn *runlog_spec_column(const TableSpec *spec, const char *name) {
+    for (int c = 0; spec && name && c < spec->n_cols; c++)
+        if (strcmp(spec->cols[c].spec.name, name) == 0) return &spec->cols[c];
+    return NULL;
+}
+
+// Bytes a column takes in a row of layout (its value, or its pointer).
+static size_t slot_size(RowLayout layout, ColType t) {
+    return layout == ROW_POINTERS ? sizeof(void *) : type_size(t);
+}
+
+// Checks spec's row layout: every column's slot inside the row, aligned, no two overlapping
+// (which would put one value into two columns).
+static int check_layout(const RunLog *rl, const TableSpec *spec, char *err, size_t errlen) {
+    if (spec->layout != ROW_STRUCT && spec->layout != ROW_POINTERS)
+        return set_err(err, errlen, "run log '%s': table /%s has an invalid row layout %d (ROW_STRUCT or ROW_POINTERS)",
+                       rl->path, spec->name, (int)spec->layout);
+    for (int c = 0; c < spec->n_cols; c++) {
+        const TableColumn *a = &spec->cols[c];
+        size_t sa = slot_size(spec->layout, a->spec.type);
+        if (a->offset + sa > spec->row_size || a->offset % sa != 0)
+            return set_err(err, errlen, "run log '%s': column /%s/%s takes bytes %zu..%zu of a row of %zu bytes "
+                           "(its slot must lie inside the row, aligned to %zu)",
+                           rl->path, spec->name, a->spec.name, a->offset, a->offset + sa, spec->row_size, sa);
+        for (int k = 0; k < c; k++) {
+            const TableColumn *b = &spec->cols[k];
+            size_t sb = slot_size(spec->layout, b->spec.type);
+            if (a->offset < b->offset + sb && b->offset < a->offset + sa)
+                return set_err(err, errlen, "run log '%s': columns /%s/%s and /%s/%s overlap in the row (offsets %zu and %zu)",
+                               rl->path, spec->name, b->spec.name, spec->name, a->spec.name, b->offset, a->offset);
+        }
+    }
+    return 0;
+}
+
+int runlog_declare(RunLog *rl, const TableSpec *spec, char *err, size_t errlen) {
+    if (!spec) return set_err(err, errlen, "run log '%s': runlog_declare without a table spec", rl->path);
+    if (spec->n_cols < 1 || !spec->cols)
+        return set_err(err, errlen, "run log '%s': table /%s declares no columns", rl->path,
+                       spec->name ? spec->name : "(null)");
+    ColumnSpec *cols = xmalloc((size_t)spec->n_cols * sizeof *cols);
+    for (int c = 0; c < spec->n_cols; c++) cols[c] = spec->cols[c].spec;
+    int r = check_specs(rl, spec->name, cols, spec->n_cols, spec->chunk_rows, spec->compress, err, errlen) != 0 ||
+                    check_layout(rl, spec, err, errlen) != 0 ||
+                    runlog_add_table(rl, spec->name, cols, spec->n_cols, spec->chunk_rows,
+                                     spec->compress, err, errlen) != 0
+                ? -1
+                : 0;
+    free(cols);
+    if (r == 0) find_table(rl, spec->name)->spec = spec;
+    return r;
+}
+
 int64_t runlog_rows(const RunLog *rl, const char *table) {
     const Table *t = rl ? find_table(rl, table) : NULL;
     return t ? t->rows + t->n_buf : -1;
@@ -627,6 +681,60 @@ int runlog_append(RunLog *rl, const char *table, int64_t n, const void *const *d
                   size_t errlen) {
     H5Quiet q = h5_quiet();
     int r = append_impl(rl, table, n, data, err, errlen);
+    h5_loud(q);
+    return r;
+}
+
+// Appends n rows from src laid out as spec says (layout: the one the caller expects).
+static int append_spec(RunLog *rl, const TableSpec *spec, RowLayout layout, int64_t n,
+                       const void *src, char *err, size_t errlen) {
+    static const char *const fn[] = {"runlog_append_rows", "runlog_append_columns"};
+    if (!spec) return set_err(err, errlen, "run log '%s': %s without a table spec", rl->path, fn[layout]);
+    Table *t = find_table(rl, spec->name);
+    if (!t || t->spec != spec)
+        return set_err(err, errlen, "run log '%s': cannot append to table /%s with %s: it was not declared with this spec (runlog_declare)",
+                       rl->path, spec->name, fn[layout]);
+    if (spec->layout != layout)
+        return set_err(err, errlen, "run log '%s': table /%s has the other row layout: append with %s",
+                       rl->path, spec->name, fn[spec->layout]);
+    if (n <= 0 || state_ok(rl, "append", err, errlen) != 0) return append_impl(rl, spec->name, n, NULL, err, errlen);
+    if (!src) return set_err(err, errlen, "run log '%s': append to /%s: no rows", rl->path, spec->name);
+    const void **data = xmalloc((size_t)spec->n_cols * sizeof *data);
+    char *gathered = NULL;
+    if (layout == ROW_POINTERS) {
+        for (int c = 0; c < spec->n_cols; c++)
+            data[c] = *(const void *const *)((const char *)src + spec->cols[c].offset);
+    } else {  // gather each column's values out of the n structs
+        size_t total = 0;
+        for (int c = 0; c < spec->n_cols; c++) total += type_size(spec->cols[c].spec.type);
+        gathered = xmalloc(total * (size_t)n);
+        char *dst = gathered;
+        for (int c = 0; c < spec->n_cols; c++) {
+            size_t sz = type_size(spec->cols[c].spec.type);
+            const char *from = (const char *)src + spec->cols[c].offset;
+            for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * sz, from + (size_t)i * spec->row_size, sz);
+            data[c] = dst;
+            dst += sz * (size_t)n;
+        }
+    }
+    int r = append_impl(rl, spec->name, n, data, err, errlen);
+    free(gathered);
+    free(data);
+    return r;
+}
+
+int runlog_append_rows(RunLog *rl, const TableSpec *spec, int64_t n, const void *rows, char *err,
+                       size_t errlen) {
+    H5Quiet q = h5_quiet();
+    int r = append_spec(rl, spec, ROW_STRUCT, n, rows, err, errlen);
+    h5_loud(q);
+    return r;
+}
+
+int runlog_append_columns(RunLog *rl, const TableSpec *spec, int64_t n, const void *columns,
+                          char *err, size_t errlen) {
+    H5Quiet q = h5_quiet();
+    int r = append_spec(rl, spec, ROW_POINTERS, n, columns, err, errlen);
     h5_loud(q);
     return r;
 }

@@ -15,9 +15,13 @@
 // Writing, in this order:
 //   runlog_create (or runlog_open_resume)
 //   runlog_set_attr_* ...          root attributes (set before runlog_start_swmr)
-//   runlog_add_table ...           every table (declared before runlog_start_swmr)
+//   runlog_declare ...             every table (declared before runlog_start_swmr), from its
+//                                  TableSpec (grpolab's tables: logschema.h); runlog_add_table
+//                                  declares one from its columns alone
 //   runlog_start_swmr              from here on readers may open the file while it grows
-//   { runlog_append ... ; runlog_flush } per step
+//   { runlog_append_rows ... ; runlog_flush } per step (runlog_append_columns for
+//                                  ROW_POINTERS tables, runlog_append by column position for
+//                                  tables of runlog_add_table)
 //   runlog_close
 // Appended rows are buffered in memory per table and written when the buffer is full or at
 // runlog_flush, so millions of small appends cost a few HDF5 writes; a batch larger than the
@@ -60,6 +64,32 @@ typedef struct {
     const char *doc;   // required: meaning and unit, stored as the dataset's attribute "doc"
 } ColumnSpec;
 
+// A table together with the C struct its rows are appended from, so that values are matched to
+// columns by name (the struct's fields), never by position. Two layouts:
+//   ROW_STRUCT   one struct per row, a field per column (offset: offsetof the field; the
+//                field's type is the column's); runlog_append_rows appends n structs.
+//   ROW_POINTERS one struct for n rows, a pointer field per column to n values of its type
+//                (offset: offsetof the pointer); runlog_append_columns appends it. For tables
+//                of millions of rows (per token), which are produced column by column.
+typedef enum { ROW_STRUCT, ROW_POINTERS } RowLayout;
+
+typedef struct {
+    ColumnSpec spec;   // name, type and doc, as stored
+    const char *unit;  // the values' unit, for the docs ("tokens", "s"; "": none); not stored
+    size_t offset;     // where the column's value (ROW_STRUCT) or pointer (ROW_POINTERS) lies in a row
+} TableColumn;
+
+typedef struct {
+    const char *name;        // the group, as in runlog_add_table
+    const char *rows;        // what one row is, for the docs ("one row per RL step")
+    const TableColumn *cols;
+    int n_cols;
+    RowLayout layout;
+    size_t row_size;         // sizeof the struct the offsets point into
+    int64_t chunk_rows;      // as in runlog_add_table
+    int compress;
+} TableSpec;
+
 typedef struct RunLog RunLog;
 
 // Creates a new run log at path. An existing path is an error unless overwrite (then it is
@@ -86,6 +116,14 @@ int runlog_set_attr_f64(RunLog *rl, const char *name, double value, char *err, s
 int runlog_add_table(RunLog *rl, const char *table, const ColumnSpec *cols, int n_cols,
                      int64_t chunk_rows, int compress, char *err, size_t errlen);
 
+// runlog_add_table for a TableSpec, after checking its row layout (every column's value lies
+// inside row_size, no two overlap, pointers are aligned); the table then takes
+// runlog_append_rows / runlog_append_columns with this same spec (and runlog_append).
+int runlog_declare(RunLog *rl, const TableSpec *spec, char *err, size_t errlen);
+
+// The column of spec named name, or NULL.
+const TableColumn *runlog_spec_column(const TableSpec *spec, const char *name);
+
 // Ends the setup: records writer_host/writer_pid, (resume) truncates the tables, and switches
 // the file to SWMR writing, after which readers may open it. Appends need it.
 int runlog_start_swmr(RunLog *rl, char *err, size_t errlen);
@@ -94,6 +132,15 @@ int runlog_start_swmr(RunLog *rl, char *err, size_t errlen);
 // declaration order. Buffered: on disk at the latest at the next runlog_flush.
 int runlog_append(RunLog *rl, const char *table, int64_t n, const void *const *data, char *err,
                   size_t errlen);
+
+// Appends n rows of a table declared with runlog_declare(spec): ROW_STRUCT, rows points to n
+// structs of spec->row_size bytes (runlog_append_rows); ROW_POINTERS, columns points to one
+// struct whose pointer fields each point to n values (runlog_append_columns). An error if the
+// table was declared with another spec or layout.
+int runlog_append_rows(RunLog *rl, const TableSpec *spec, int64_t n, const void *rows, char *err,
+                       size_t errlen);
+int runlog_append_columns(RunLog *rl, const TableSpec *spec, int64_t n, const void *columns,
+                          char *err, size_t errlen);
 
 // Writes every buffered row and flushes the file (H5Fflush): call once per step.
 int runlog_flush(RunLog *rl, char *err, size_t errlen);

@@ -14,6 +14,7 @@
 #include "../kernels/philox.h"
 #include "checkpoint.h"
 #include "evaluate.h"
+#include "logschema.h"
 #include "runlog.h"
 #include "sampler.h"
 #include "setup.h"
@@ -377,83 +378,8 @@ static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc
 }
 
 // ---------------------------------------------------------------- the log's tables
-static const ColumnSpec TRAIN_COLS[] = {
-    {"step", COL_I32, "RL step (0-based)"},
-    {"reward_mean", COL_F64, "mean reward of the step's P*G responses"},
-    {"length_mean", COL_F64, "mean response length, generated tokens (stop token included)"},
-    {"length_correct", COL_F64, "mean length of responses with reward 1 (NaN if none)"},
-    {"length_incorrect", COL_F64, "mean length of responses with reward 0 (NaN if none)"},
-    {"truncation_rate", COL_F64, "share of responses cut by the budget (no stop)"},
-    {"loop_rate", COL_F64, "share of responses flagged looped"},
-    {"disagreement_rate", COL_F64, "share of responses with a visibly disagreeing check"},
-    {"selfcheck_rate", COL_F64, "share of responses with at least one check"},
-    {"loss", COL_F64, "objective L of a minibatch, mean over the step's minibatch updates"},
-    {"grad_norm", COL_F64, "global grad norm before clipping, mean over the minibatch updates"},
-    {"clip_frac_low", COL_F64, "share of updated tokens with A < 0 and rho < 1 - eps_low (all epochs)"},
-    {"clip_frac_high", COL_F64, "share of updated tokens with A > 0 and rho > 1 + eps_high (all epochs)"},
-    {"kl", COL_F64, "mean k3 KL to the reference model per updated token (0 if beta = 0)"},
-    {"entropy", COL_F64, "mean policy entropy per updated token, nats"},
-    {"lr", COL_F64, "learning rate"},
-    {"tokens", COL_I64, "generated tokens of the step"},
-    {"rollout_seconds", COL_F64, "wall time of sampling and scoring, s"},
-    {"update_seconds", COL_F64, "wall time of the updates (old log-probs included), s"},
-    {"mixed_group_frac", COL_F64, "share of groups whose rewards are not all equal"},
-    {"bias_cosine", COL_F64, "cosine of the objective's first-minibatch gradient with the unbiased "
-                             "policy gradient on the same responses (NaN: not computed)"},
-};
-enum { N_TRAIN_COLS = sizeof TRAIN_COLS / sizeof TRAIN_COLS[0] };
-static const ColumnSpec QUESTION_COLS[] = {
-    {"step", COL_I32, "RL step"},
-    {"question_index", COL_I64, "index of the task in the training pool (step * P + p)"},
-    {"level", COL_I32, "difficulty level 1..5"},
-    {"group_size", COL_I32, "responses G"},
-    {"reward_mean", COL_F64, "mean reward of the group"},
-    {"reward_std", COL_F64, "std of the group's rewards (objective.std_ddof)"},
-    {"mean_abs_advantage", COL_F64, "mean |A_i| over the group"},
-    {"sum_abs_weight", COL_F64, "sum of |w| over the group's tokens (first-epoch weights)"},
-};
-enum { N_QUESTION_COLS = sizeof QUESTION_COLS / sizeof QUESTION_COLS[0] };
-static const ColumnSpec RESPONSE_COLS[] = {
-    {"step", COL_I32, "RL step"},
-    {"question_index", COL_I64, "index of the task in the training pool"},
-    {"level", COL_I32, "difficulty level 1..5"},
-    {"length", COL_I32, "generated tokens, the stop token included"},
-    {"reward", COL_I32, "verifier reward under world.reward_rule (0/1; 0 when truncated)"},
-    {"correct", COL_I32, "extracted answer equals the truth, format aside"},
-    {"truncated", COL_I32, "no stop within the budget"},
-    {"advantage", COL_F32, "A_i"},
-    {"self_checked", COL_I32, "at least one re-check of a step"},
-    {"disagreement", COL_I32, "a re-check visibly disagreed"},
-    {"looped", COL_I32, "repeated disagreeing re-checks of one step"},
-    {"gave_up", COL_I32, "a quick guess after a disagreement"},
-    {"token_offset", COL_I64, "row of the response's first token in /tokens"},
-};
-enum { N_RESPONSE_COLS = sizeof RESPONSE_COLS / sizeof RESPONSE_COLS[0] };
-static const ColumnSpec TOKEN_COLS[] = {
-    {"step", COL_I32, "RL step"},
-    {"weight", COL_F32, "token weight w = -dL/dlog pi of its first-epoch update (0: not updated)"},
-    {"logp_old", COL_F32, "log pi_old of the token, recomputed before the first update (NaN: response not updated)"},
-};
-enum { N_TOKEN_COLS = sizeof TOKEN_COLS / sizeof TOKEN_COLS[0] };
-static const ColumnSpec EVAL_COLS[] = {
-    {"step", COL_I32, "steps done before this greedy evaluation"},
-    {"bench", COL_I32, "benchmark index (root attribute benchmarks lists the names)"},
-    {"accuracy", COL_F64, "share of responses with reward 1"},
-    {"length_mean", COL_F64, "mean response length, generated tokens"},
-    {"length_correct", COL_F64, "mean length of correct responses (NaN if none)"},
-    {"length_incorrect", COL_F64, "mean length of incorrect responses (NaN if none)"},
-    {"n", COL_I32, "questions"},
-};
-enum { N_EVAL_COLS = sizeof EVAL_COLS / sizeof EVAL_COLS[0] };
-
 static int declare_tables(RunLog *rl, char *err, size_t errlen) {
-    return runlog_add_table(rl, "train", TRAIN_COLS, N_TRAIN_COLS, 1024, 0, err, errlen) == 0 &&
-                   runlog_add_table(rl, "questions", QUESTION_COLS, N_QUESTION_COLS, 4096, 0, err, errlen) == 0 &&
-                   runlog_add_table(rl, "responses", RESPONSE_COLS, N_RESPONSE_COLS, 16384, 1, err, errlen) == 0 &&
-                   runlog_add_table(rl, "tokens", TOKEN_COLS, N_TOKEN_COLS, 65536, 1, err, errlen) == 0 &&
-                   runlog_add_table(rl, "eval", EVAL_COLS, N_EVAL_COLS, 1024, 0, err, errlen) == 0
-               ? 0
-               : -1;
+    return logschema_declare(rl, &LOG_KIND_TRAIN, err, errlen);
 }
 
 static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *oc,
@@ -517,8 +443,9 @@ static int run_eval(Model *m, const Tokenizer *tk, const EvalConfig *ec, int ste
         double acc = eval_accuracy(s), lm = safe_div(s->len_sum, s->n);
         double lc = safe_div(s->len_correct_sum, s->n_correct);
         double li = safe_div(s->len_incorrect_sum, s->n - s->n_correct);
-        const void *row[N_EVAL_COLS] = {&step, &b, &acc, &lm, &lc, &li, &s->n};
-        if (runlog_append(rl, "eval", 1, row, err, errlen) != 0) return -1;
+        TrainEvalRow row = {.step = step, .bench = b, .accuracy = acc, .length_mean = lm,
+                            .length_correct = lc, .length_incorrect = li, .n = s->n};
+        if (runlog_append_rows(rl, &LOG_TRAIN_EVAL, 1, &row, err, errlen) != 0) return -1;
     }
     fprintf(stderr, "train: eval at step %d: score %.4f", step, res.score);
     for (int b = 0; b < res.n_bench; b++)
@@ -912,34 +839,40 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
             sum_rollout_s += ro_s;
             sum_update_s += up_s;
             sum_tokens += n_tok;
-            const void *trow[N_TRAIN_COLS] = {&step, &reward_mean, &length_mean, &lc, &li, &trunc_rate,
-                                              &loop_rate, &dis_rate, &check_rate, &loss, &gnorm,
-                                              &cf_lo, &cf_hi, &kl, &ent, &lr, &ntok64, &ro_s, &up_s,
-                                              &mixed_frac, &cosine};
-            int ok = runlog_append(rl, "train", 1, trow, err, sizeof err) == 0;
+            TrainRow trow = {.step = step, .reward_mean = reward_mean, .length_mean = length_mean,
+                             .length_correct = lc, .length_incorrect = li,
+                             .truncation_rate = trunc_rate, .loop_rate = loop_rate,
+                             .disagreement_rate = dis_rate, .selfcheck_rate = check_rate,
+                             .loss = loss, .grad_norm = gnorm, .clip_frac_low = cf_lo,
+                             .clip_frac_high = cf_hi, .kl = kl, .entropy = ent, .lr = lr,
+                             .tokens = ntok64, .rollout_seconds = ro_s, .update_seconds = up_s,
+                             .mixed_group_frac = mixed_frac, .bias_cosine = cosine};
+            int ok = runlog_append_rows(rl, &LOG_TRAIN, 1, &trow, err, sizeof err) == 0;
             for (int p = 0; ok && p < P; p++) {
-                int64_t qi = (int64_t)step * P + p;
-                double rm = gmean[p], rs = gstd[p], maa = 0, saw = 0;
+                QuestionRow q = {.step = step, .question_index = (int64_t)step * P + p,
+                                 .level = tasks[p].level, .group_size = G,
+                                 .reward_mean = gmean[p], .reward_std = gstd[p]};
                 for (int g = 0; g < G; g++) {
                     int i = p * G + g;
-                    maa += fabs(adv[i]) / G;
-                    for (int t = 0; t < gen.length[i]; t++) saw += fabs(weights[tok_off[i] + t]);
+                    q.mean_abs_advantage += fabs(adv[i]) / G;
+                    for (int t = 0; t < gen.length[i]; t++) q.sum_abs_weight += fabs(weights[tok_off[i] + t]);
                 }
-                const void *qrow[N_QUESTION_COLS] = {&step, &qi, &tasks[p].level, &G, &rm, &rs, &maa, &saw};
-                ok = runlog_append(rl, "questions", 1, qrow, err, sizeof err) == 0;
+                ok = runlog_append_rows(rl, &LOG_QUESTIONS, 1, &q, err, sizeof err) == 0;
             }
             int64_t tok_base = runlog_rows(rl, "tokens");
             for (int i = 0; ok && i < N; i++) {
-                int64_t qi = (int64_t)step * P + i / G, off = tok_base + tok_off[i];
                 const Verdict *v = &verd[i];
-                const void *rrow[N_RESPONSE_COLS] = {&step, &qi, &tasks[i / G].level, &gen.length[i],
-                                                     &v->reward, &v->correct, &v->truncated, &adv[i],
-                                                     &v->self_checked, &v->disagreement, &v->looped,
-                                                     &v->gave_up, &off};
-                ok = runlog_append(rl, "responses", 1, rrow, err, sizeof err) == 0;
+                ResponseRow rr = {.step = step, .question_index = (int64_t)step * P + i / G,
+                                  .level = tasks[i / G].level, .length = gen.length[i],
+                                  .reward = v->reward, .correct = v->correct,
+                                  .truncated = v->truncated, .advantage = adv[i],
+                                  .self_checked = v->self_checked, .disagreement = v->disagreement,
+                                  .looped = v->looped, .gave_up = v->gave_up,
+                                  .token_offset = tok_base + tok_off[i]};
+                ok = runlog_append_rows(rl, &LOG_RESPONSES, 1, &rr, err, sizeof err) == 0;
             }
-            const void *krow[N_TOKEN_COLS] = {tok_step, weights, logp_old};
-            if (ok) ok = runlog_append(rl, "tokens", n_tok, krow, err, sizeof err) == 0;
+            TokenColumns tc = {.step = tok_step, .weight = weights, .logp_old = logp_old};
+            if (ok) ok = runlog_append_columns(rl, &LOG_TOKENS, n_tok, &tc, err, sizeof err) == 0;
             if (ok) ok = runlog_flush(rl, err, sizeof err) == 0;
             if (!ok) {
                 fprintf(stderr, "grpolab: error: %s\n", err);
