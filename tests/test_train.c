@@ -730,8 +730,75 @@ static void test_bad_configs(void **state) {
     assert_string_equal(line, "a finished run\n");
 }
 
+// kn_token_weights with an environment mask on the CPU gives exactly what the trainer had
+// before the mask moved into the op: the unmasked op's outputs with w, loss and kl set to 0 on
+// the masked tokens, and the clip counts less the masked tokens that ppo_clipped flags, bit for
+// bit; coef is unchanged (masked tokens still count in |o|).
+static void test_token_weight_mask(void **state) {
+    enum { n = 6, T = 40 };
+    char err[256];
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    assert_non_null(bk);
+    int start[n], len[n];
+    float logp[n * T], old[n * T], ref[n * T], adv[n], u[n * T];
+    unsigned char mask[n * T];
+    tu_fill_uniform(logp, n * T, 71, -5, -0.05f);
+    tu_fill_uniform(ref, n * T, 72, -5, -0.05f);
+    tu_fill_uniform(old, n * T, 73, -0.4f, 0.4f);  // ratios e^-0.4 .. e^0.4: the clip binds
+    tu_fill_uniform(adv, n, 74, -2, 2);
+    tu_fill_uniform(u, n * T, 75, 0, 1);
+    double sum_len = 0;
+    for (int k = 0; k < n; k++) {
+        start[k] = 2 + 3 * k;
+        len[k] = 5 + 4 * k;
+        sum_len += len[k];
+    }
+    for (int j = 0; j < n * T; j++) {
+        old[j] += logp[j];
+        mask[j] = u[j] < 0.3f;
+    }
+    const char *presets[] = {"grpo", "dr_grpo", "dapo", "rloo"};
+    for (int p = 0; p < 4; p++) {
+        ObjectiveConfig oc;
+        assert_int_equal(objective_preset(presets[p], 64, &oc), 0);
+        oc.beta = 0.04f;
+        float w0[n * T], l0[n * T], kl0[n * T], c0[n], w1[n * T], l1[n * T], kl1[n * T], c1[n];
+        int lo0[n], hi0[n], lo1[n], hi1[n], n_masked = 0, n_clipped_masked = 0;
+        kn_token_weights(bk, w0, l0, kl0, c0, lo0, hi0, logp, old, ref, NULL, adv, start, len, n,
+                         T, n, sum_len, &oc);
+        kn_token_weights(bk, w1, l1, kl1, c1, lo1, hi1, logp, old, ref, mask, adv, start, len, n,
+                         T, n, sum_len, &oc);
+        for (int k = 0; k < n; k++) {
+            for (int t = start[k]; t < start[k] + len[k]; t++) {
+                int j = k * T + t;
+                if (!mask[j]) {
+                    assert_memory_equal(&w1[j], &w0[j], sizeof(float));
+                    assert_memory_equal(&l1[j], &l0[j], sizeof(float));
+                    assert_memory_equal(&kl1[j], &kl0[j], sizeof(float));
+                    continue;
+                }
+                assert_true(w1[j] == 0.0f && l1[j] == 0.0f && kl1[j] == 0.0f);
+                n_masked++;
+                if (ppo_clipped(adv[k], expf(logp[j] - old[j]), oc.eps_low, oc.eps_high)) {
+                    n_clipped_masked++;
+                    if (adv[k] < 0) lo0[k]--;
+                    else hi0[k]--;
+                }
+            }
+            assert_memory_equal(&c1[k], &c0[k], sizeof(float));
+            assert_int_equal(lo1[k], lo0[k]);
+            assert_int_equal(hi1[k], hi0[k]);
+        }
+        printf("  %s: %d masked tokens, %d of them clipped, left out of the counts\n", presets[p],
+               n_masked, n_clipped_masked);
+        assert_true(n_masked > 0 && n_clipped_masked > 0);
+    }
+    backend_destroy(bk);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_weight_mask),
         cmocka_unit_test(test_closed_form_weights),
         cmocka_unit_test(test_dynamic_sampling),
         cmocka_unit_test(test_dr_grpo_gradient),

@@ -133,6 +133,7 @@ static void backward_weights(Model *m, const float *d_w, int n, int T) {
 typedef struct {
     float *logp_old, *logp_ref, *adv, *w, *loss, *kl, *coef;
     int *start, *len, *clip_low, *clip_high;
+    unsigned char *env;
 } TokenWeightBuffers;
 
 static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, const Rollout *r,
@@ -141,6 +142,7 @@ static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, cons
     float *old_h = xcalloc(NT, sizeof(float)), *ref_h = r->logp_ref ? xcalloc(NT, sizeof(float)) : NULL;
     float *adv_h = xmalloc(nb);
     int *start_h = xmalloc((size_t)n * sizeof(int)), *len_h = xmalloc((size_t)n * sizeof(int));
+    unsigned char *env_h = r->env ? xcalloc(NT, 1) : NULL;
     for (int k = 0; k < n; k++) {
         int i = idx[k];
         adv_h[k] = r->advantage[i];
@@ -150,6 +152,7 @@ static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, cons
             size_t p = token_pos(r, i, k, T, t);
             old_h[p] = r->logp_old[r->tok_offset[i] + t];
             if (ref_h) ref_h[p] = r->logp_ref[r->tok_offset[i] + t];
+            if (env_h) env_h[p] = r->env[r->tok_offset[i] + t];
         }
     }
     d->logp_old = bk_alloc(bk, fb);
@@ -163,6 +166,8 @@ static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, cons
     d->len = bk_alloc(bk, (size_t)n * sizeof(int));
     d->clip_low = bk_alloc(bk, (size_t)n * sizeof(int));
     d->clip_high = bk_alloc(bk, (size_t)n * sizeof(int));
+    d->env = env_h ? bk_alloc(bk, NT) : NULL;
+    if (env_h) bk_upload(bk, d->env, env_h, NT);
     bk_upload(bk, d->logp_old, old_h, fb);
     if (ref_h) bk_upload(bk, d->logp_ref, ref_h, fb);
     bk_upload(bk, d->adv, adv_h, nb);
@@ -173,11 +178,12 @@ static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, cons
     free(adv_h);
     free(start_h);
     free(len_h);
+    free(env_h);
 }
 
 static void token_weight_buffers_free(Backend *bk, TokenWeightBuffers *d) {
     void *all[] = {d->logp_old, d->logp_ref, d->adv, d->w, d->loss, d->kl, d->coef,
-                   d->start, d->len, d->clip_low, d->clip_high};
+                   d->start, d->len, d->clip_low, d->clip_high, d->env};
     for (size_t j = 0; j < sizeof all / sizeof all[0]; j++) bk_free(bk, all[j]);
 }
 
@@ -195,8 +201,8 @@ static int rows_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r, 
     TokenWeightBuffers d;
     token_weight_buffers_upload(bk, &d, r, idx, n, T);
     kn_token_weights(bk, d.w, d.loss, oc->beta != 0.0f ? d.kl : NULL, d.coef, d.clip_low,
-                     d.clip_high, model_logp(m), d.logp_old, d.logp_ref, d.adv, d.start, d.len, n,
-                     T, M, sum_len, oc);
+                     d.clip_high, model_logp(m), d.logp_old, d.logp_ref, d.env, d.adv, d.start,
+                     d.len, n, T, M, sum_len, oc);
     // the step's statistics and the logged weights, summed on the host in row order
     float *w = xmalloc(NT * sizeof(float)), *loss = xmalloc(NT * sizeof(float));
     float *kl = oc->beta != 0.0f ? xmalloc(NT * sizeof(float)) : NULL;
@@ -208,31 +214,13 @@ static int rows_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r, 
     bk_download(bk, coef, d.coef, (size_t)n * sizeof(float));
     bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
     bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
-    // with environment tokens, the log-probs too: the kernel's clip counts include them, and
-    // they are taken out here with the same ppo_clipped (on CUDA a token at the clip boundary
-    // could land on the other side of it by an ulp of expf: at most a token's difference)
-    float *lp = r->env ? xmalloc(NT * sizeof(float)) : NULL;
-    if (lp) bk_download(bk, lp, model_logp(m), NT * sizeof(float));
-    int masked = 0;
     for (int k = 0; k < n; k++) {
         int i = idx[k];
         for (int t = 0; t < r->resp_len[i]; t++) {
             size_t p = token_pos(r, i, k, T, t);
-            // the environment's tokens are observations, not actions: no weight, no gradient,
-            // not in the statistics
-            if (r->env && r->env[r->tok_offset[i] + t]) {
-                w[p] = 0.0f;
-                masked = 1;
-                if (weights) weights[r->tok_offset[i] + t] = 0.0f;
-                float A = r->advantage[i];
-                if (ppo_clipped(A, expf(lp[p] - r->logp_old[r->tok_offset[i] + t]), oc->eps_low,
-                                oc->eps_high)) {
-                    if (A < 0) clip_low[k]--;
-                    else clip_high[k]--;
-                }
-                continue;
-            }
             if (weights) weights[r->tok_offset[i] + t] = w[p];
+            // the environment's tokens are observations, not actions: not in the statistics
+            if (r->env && r->env[r->tok_offset[i] + t]) continue;
             s->loss += (double)coef[k] * loss[p];
             if (kl) s->kl_sum += kl[p];
             s->entropy_sum += entropy[p];
@@ -241,10 +229,8 @@ static int rows_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r, 
         s->clipped_low += clip_low[k];
         s->clipped_high += clip_high[k];
     }
-    if (masked) bk_upload(bk, d.w, w, NT * sizeof(float));
     backward_weights(m, d.w, n, T);
     token_weight_buffers_free(bk, &d);
-    free(lp);
     free(w);
     free(loss);
     free(kl);
