@@ -21,6 +21,7 @@
 #include "sim/setup.h"
 #include "sim/template.h"
 #include "sim/train.h"
+#include "sim/update.h"
 #include "test_util.h"
 
 static char dir[64], model_path[128];
@@ -510,13 +511,14 @@ static void dr_grpo_gradient_check(int with_env) {
     Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = g.length,
                  .advantage = adv, .tok_offset = off, .logp_old = logp_old, .logp_ref = NULL,
                  .env = with_env ? env : NULL};
-    train_old_logp(m, NULL, &r, idx, N, 0);
+    UpdateWorkspace *ws = update_workspace_create(m, N, 0);
+    update_old_logp(ws, m, NULL, &r, idx, N, 0);
     size_t np = model_num_params(m);
     float *g_trainer = xmalloc(np * sizeof(float)), *g_ref = xcalloc(np, sizeof(float));
     float *g_i = xmalloc(np * sizeof(float));
     model_zero_grad(m);
     MinibatchStats st;
-    train_minibatch_gradient(m, &oc, &r, idx, N, 0, w, NULL, &st);
+    update_minibatch_gradient(ws, m, &oc, &r, idx, N, 0, w, NULL, &st);
     bk_download(bk, g_trainer, model_grads(m), np * sizeof(float));
     assert_int_equal(st.clipped_low + st.clipped_high, 0);
     // explicit: -dL/dtheta = sum_i A_i / (M L_max) * grad sum_t log pi(o_it)
@@ -562,13 +564,14 @@ static void dr_grpo_gradient_check(int with_env) {
                 if (shift > 0 && adv[i] < 0) want_low++;
                 if (shift < 0 && adv[i] > 0) want_high++;
             }
-        train_minibatch_gradient(m, &oc, &r, idx, N, 0, NULL, NULL, &st);
+        update_minibatch_gradient(ws, m, &oc, &r, idx, N, 0, NULL, NULL, &st);
         printf("  pi_old %+d: clipped %lld low / %lld high of %lld policy tokens\n", shift,
                st.clipped_low, st.clipped_high, (long long)st.tokens);
         assert_int_equal(st.clipped_low, want_low);
         assert_int_equal(st.clipped_high, want_high);
         assert_true(want_low + want_high > 0);
     }
+    update_workspace_free(ws);
     free(env);
     free(logp_old);
     free(w);
@@ -618,6 +621,7 @@ static void test_micro_batches_equal_one_pass(void **state) {
     unsigned char env[N * RMAX] = {0};
     for (int j = 4; j < ntok; j += 5) env[j] = 1;
     size_t np = model_num_params(m);
+    UpdateWorkspace *ws = update_workspace_create(m, N, 1);
     const char *presets[] = {"grpo", "dr_grpo", "dapo", "rloo", "grpo"};
     for (int p = 0; p < 5; p++) {
         int with_ref = p == 4;
@@ -632,7 +636,7 @@ static void test_micro_batches_equal_one_pass(void **state) {
             Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = rlen,
                          .advantage = adv, .tok_offset = off, .logp_old = old[pass],
                          .logp_ref = with_ref ? lref[pass] : NULL, .env = env};
-            train_old_logp(m, with_ref ? ref : NULL, &r, idx, N, micro);
+            update_old_logp(ws, m, with_ref ? ref : NULL, &r, idx, N, micro);
             if (!pass) memcpy(old0, old[0], (size_t)ntok * sizeof(float));
             if (pass) {
                 tu_check_rel("old log-probs, micro-batches vs one pass",
@@ -644,8 +648,8 @@ static void test_micro_batches_equal_one_pass(void **state) {
             for (int j = 0; j < ntok; j++)  // pi_old off pi_theta: ratios e^-0.4 .. e^0.4
                 old[pass][j] += 0.8f * (float)((j * 37) % 101) / 100.0f - 0.4f;
             model_zero_grad(m);
-            cos[pass] = train_minibatch_gradient(m, &oc, &r, idx, N, micro, w[pass], unbiased,
-                                                 &st[pass]);
+            cos[pass] = update_minibatch_gradient(ws, m, &oc, &r, idx, N, micro, w[pass],
+                                                  unbiased, &st[pass]);
             g[pass] = xmalloc(np * sizeof(float));
             bk_download(bk, g[pass], model_grads(m), np * sizeof(float));
         }
@@ -665,6 +669,7 @@ static void test_micro_batches_equal_one_pass(void **state) {
         free(g[0]);
         free(g[1]);
     }
+    update_workspace_free(ws);
     model_free(m);
     model_free(ref);
     backend_destroy(bk);

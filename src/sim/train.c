@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "../common.h"
-#include "../kernels/philox.h"
 #include "checkpoint.h"
 #include "evaluate.h"
 #include "runlog.h"
@@ -19,292 +18,8 @@
 #include "setup.h"
 #include "template.h"
 #include "tokenizer.h"
+#include "update.h"
 #include "world.h"
-
-// ---------------------------------------------------------------- the update
-
-// Packs the minibatch idx[0..n) into right-padded (prompt + response) sequences: inputs are
-// the sequence without its last token, the target at position t is token t+1, and only the
-// response tokens are targets. tokens, targets (n, T), lengths (n). Returns T.
-static int pack_minibatch(const Rollout *r, const int *idx, int n, int *tokens, int *targets,
-                          int *lengths) {
-    int T = 1;
-    for (int k = 0; k < n; k++) {
-        int i = idx[k], len = r->prompt_len[i] + r->resp_len[i] - 1;
-        if (len > T) T = len;
-    }
-    for (int k = 0; k < n; k++) {
-        int i = idx[k], pl = r->prompt_len[i], rl = r->resp_len[i];
-        int *tok = tokens + (size_t)k * T, *tgt = targets + (size_t)k * T;
-        lengths[k] = pl + rl - 1;
-        for (int t = 0; t < T; t++) {
-            int next = t + 1;  // position of the target token in prompt + response
-            tok[t] = t < pl ? r->prompt[i][t] : t < pl + rl ? r->resp[i][t - pl] : TOK_PAD;
-            tgt[t] = next >= pl && next < pl + rl ? r->resp[i][next - pl] : -1;
-        }
-    }
-    return T;
-}
-
-// Forward of m over the minibatch; host copies of logp and entropy (n, T), each if not NULL.
-static int minibatch_forward(Model *m, const Rollout *r, const int *idx, int n, float **logp,
-                             float **entropy) {
-    int cap = 1;
-    for (int k = 0; k < n; k++) {
-        int len = r->prompt_len[idx[k]] + r->resp_len[idx[k]] - 1;
-        if (len > cap) cap = len;
-    }
-    int *tokens = xmalloc((size_t)n * cap * sizeof(int)), *targets = xmalloc((size_t)n * cap * sizeof(int));
-    int *lengths = xmalloc((size_t)n * sizeof(int));
-    int T = pack_minibatch(r, idx, n, tokens, targets, lengths);
-    model_forward(m, tokens, targets, lengths, n, T);
-    Backend *bk = model_backend(m);
-    if (logp) {
-        *logp = xmalloc((size_t)n * T * sizeof(float));
-        bk_download(bk, *logp, model_logp(m), (size_t)n * T * sizeof(float));
-    }
-    if (entropy) {
-        *entropy = xmalloc((size_t)n * T * sizeof(float));
-        bk_download(bk, *entropy, model_entropy(m), (size_t)n * T * sizeof(float));
-    }
-    free(tokens);
-    free(targets);
-    free(lengths);
-    return T;
-}
-
-// Position in the (n, T) layout of response token t of minibatch row k (response i): the
-// target of input position prompt_len - 1 + t.
-static size_t token_pos(const Rollout *r, int i, int k, int T, int t) {
-    return (size_t)k * T + (size_t)(r->prompt_len[i] - 1 + t);
-}
-
-// The rows of the minibatch idx[0..n) in the order the forward passes take them, and the
-// rows per pass (*mb): with micro-batches of micro < n rows, sorted by sequence length,
-// longest first (ties keep idx's order), so that a pass pads little; otherwise idx as it is.
-// Freed by the caller.
-static int *forward_rows(const Rollout *r, const int *idx, int n, int micro, int *mb) {
-    int *rows = xmalloc((size_t)(n > 0 ? n : 1) * sizeof(int));
-    memcpy(rows, idx, (size_t)n * sizeof(int));
-    *mb = micro > 0 && micro < n ? micro : n;
-    if (*mb == n) return rows;
-    for (int a = 1; a < n; a++)  // insertion sort: stable, n is a minibatch
-        for (int b = a; b > 0; b--) {
-            int p = rows[b - 1], q = rows[b];
-            if (r->prompt_len[p] + r->resp_len[p] >= r->prompt_len[q] + r->resp_len[q]) break;
-            rows[b - 1] = q;
-            rows[b] = p;
-        }
-    return rows;
-}
-
-void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n, int micro) {
-    int mb, *rows = forward_rows(r, idx, n, micro, &mb);
-    for (int pass = 0; pass < (ref ? 2 : 1); pass++)
-        for (int c0 = 0; c0 < n; c0 += mb) {
-            int nc = n - c0 < mb ? n - c0 : mb;
-            const int *cr = rows + c0;
-            float *logp;
-            int T = minibatch_forward(pass ? ref : m, r, cr, nc, &logp, NULL);
-            float *dst = pass ? r->logp_ref : r->logp_old;
-            for (int k = 0; k < nc; k++) {
-                int i = cr[k];
-                for (int t = 0; t < r->resp_len[i]; t++)
-                    dst[r->tok_offset[i] + t] = logp[token_pos(r, i, k, T, t)];
-            }
-            free(logp);
-        }
-    free(rows);
-}
-
-// Backward of dL/dlogp = -w (device, (n, T)) through the last forward.
-static void backward_weights(Model *m, const float *d_w, int n, int T) {
-    Backend *bk = model_backend(m);
-    size_t NT = (size_t)n * T;
-    float *d_dlogp = bk_alloc(bk, NT * sizeof(float));
-    bk_copy(bk, d_dlogp, d_w, NT * sizeof(float));
-    kn_scale(bk, d_dlogp, -1.0f, NT);
-    model_backward(m, d_dlogp, NULL);
-    bk_free(bk, d_dlogp);
-}
-
-// One minibatch's kn_token_weights on the backend: its inputs in the (n, T) layout of the
-// forward (uploaded from the rollout) and its outputs.
-typedef struct {
-    float *logp_old, *logp_ref, *adv, *w, *loss, *kl, *coef;
-    int *start, *len, *clip_low, *clip_high;
-    unsigned char *env;
-} TokenWeightBuffers;
-
-static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, const Rollout *r,
-                                        const int *idx, int n, int T) {
-    size_t NT = (size_t)n * T, fb = NT * sizeof(float), nb = (size_t)n * sizeof(float);
-    float *old_h = xcalloc(NT, sizeof(float)), *ref_h = r->logp_ref ? xcalloc(NT, sizeof(float)) : NULL;
-    float *adv_h = xmalloc(nb);
-    int *start_h = xmalloc((size_t)n * sizeof(int)), *len_h = xmalloc((size_t)n * sizeof(int));
-    unsigned char *env_h = r->env ? xcalloc(NT, 1) : NULL;
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        adv_h[k] = r->advantage[i];
-        start_h[k] = r->prompt_len[i] - 1;
-        len_h[k] = r->resp_len[i];
-        for (int t = 0; t < r->resp_len[i]; t++) {
-            size_t p = token_pos(r, i, k, T, t);
-            old_h[p] = r->logp_old[r->tok_offset[i] + t];
-            if (ref_h) ref_h[p] = r->logp_ref[r->tok_offset[i] + t];
-            if (env_h) env_h[p] = r->env[r->tok_offset[i] + t];
-        }
-    }
-    d->logp_old = bk_alloc(bk, fb);
-    d->logp_ref = ref_h ? bk_alloc(bk, fb) : NULL;
-    d->w = bk_alloc(bk, fb);
-    d->loss = bk_alloc(bk, fb);
-    d->kl = bk_alloc(bk, fb);
-    d->adv = bk_alloc(bk, nb);
-    d->coef = bk_alloc(bk, nb);
-    d->start = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->len = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->clip_low = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->clip_high = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->env = env_h ? bk_alloc(bk, NT) : NULL;
-    if (env_h) bk_upload(bk, d->env, env_h, NT);
-    bk_upload(bk, d->logp_old, old_h, fb);
-    if (ref_h) bk_upload(bk, d->logp_ref, ref_h, fb);
-    bk_upload(bk, d->adv, adv_h, nb);
-    bk_upload(bk, d->start, start_h, (size_t)n * sizeof(int));
-    bk_upload(bk, d->len, len_h, (size_t)n * sizeof(int));
-    free(old_h);
-    free(ref_h);
-    free(adv_h);
-    free(start_h);
-    free(len_h);
-    free(env_h);
-}
-
-static void token_weight_buffers_free(Backend *bk, TokenWeightBuffers *d) {
-    void *all[] = {d->logp_old, d->logp_ref, d->adv, d->w, d->loss, d->kl, d->coef,
-                   d->start, d->len, d->clip_low, d->clip_high, d->env};
-    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++) bk_free(bk, all[j]);
-}
-
-// Forward of the rows idx[0..n) (a whole minibatch, or a micro-batch of one of M responses
-// whose lengths sum to sum_len), their token weights (into weights, if not NULL), their
-// statistics added to *s in row order, and the backward of dlogp = -w, accumulated into m's
-// gradients. Returns the forward's T.
-static int rows_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r, const int *idx,
-                         int n, int M, double sum_len, float *weights, MinibatchStats *s) {
-    Backend *bk = model_backend(m);
-    float *entropy;
-    int T = minibatch_forward(m, r, idx, n, NULL, &entropy);
-    size_t NT = (size_t)n * T;
-    // the token weights on the backend, from the forward's logp where it lies
-    TokenWeightBuffers d;
-    token_weight_buffers_upload(bk, &d, r, idx, n, T);
-    kn_token_weights(bk, d.w, d.loss, oc->beta != 0.0f ? d.kl : NULL, d.coef, d.clip_low,
-                     d.clip_high, model_logp(m), d.logp_old, d.logp_ref, d.env, d.adv, d.start,
-                     d.len, n, T, M, sum_len, oc);
-    // the step's statistics and the logged weights, summed on the host in row order
-    float *w = xmalloc(NT * sizeof(float)), *loss = xmalloc(NT * sizeof(float));
-    float *kl = oc->beta != 0.0f ? xmalloc(NT * sizeof(float)) : NULL;
-    float *coef = xmalloc((size_t)n * sizeof(float));
-    int *clip_low = xmalloc((size_t)n * sizeof(int)), *clip_high = xmalloc((size_t)n * sizeof(int));
-    bk_download(bk, w, d.w, NT * sizeof(float));
-    bk_download(bk, loss, d.loss, NT * sizeof(float));
-    if (kl) bk_download(bk, kl, d.kl, NT * sizeof(float));
-    bk_download(bk, coef, d.coef, (size_t)n * sizeof(float));
-    bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
-    bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        for (int t = 0; t < r->resp_len[i]; t++) {
-            size_t p = token_pos(r, i, k, T, t);
-            if (weights) weights[r->tok_offset[i] + t] = w[p];
-            // the environment's tokens are observations, not actions: not in the statistics
-            if (r->env && r->env[r->tok_offset[i] + t]) continue;
-            s->loss += (double)coef[k] * loss[p];
-            if (kl) s->kl_sum += kl[p];
-            s->entropy_sum += entropy[p];
-            s->tokens++;
-        }
-        s->clipped_low += clip_low[k];
-        s->clipped_high += clip_high[k];
-    }
-    backward_weights(m, d.w, n, T);
-    token_weight_buffers_free(bk, &d);
-    free(w);
-    free(loss);
-    free(kl);
-    free(coef);
-    free(clip_low);
-    free(clip_high);
-    free(entropy);
-    return T;
-}
-
-// Backward of the unbiased policy gradient through the last forward, of the rows idx[0..n)
-// in its (n, T) layout: weight unbiased_adv[i] on every policy token of response i (sum over
-// tokens, no normalisation), accumulated into m's gradients.
-static void unbiased_backward(Model *m, const Rollout *r, const int *idx, int n, int T,
-                              const float *unbiased_adv) {
-    Backend *bk = model_backend(m);
-    size_t NT = (size_t)n * T;
-    float *w = xcalloc(NT, sizeof(float)), *d_w = bk_alloc(bk, NT * sizeof(float));
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        for (int t = 0; t < r->resp_len[i]; t++)
-            if (!r->env || !r->env[r->tok_offset[i] + t]) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
-    }
-    bk_upload(bk, d_w, w, NT * sizeof(float));
-    backward_weights(m, d_w, n, T);
-    bk_free(bk, d_w);
-    free(w);
-}
-
-double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
-                                const int *idx, int n, int micro, float *weights,
-                                const float *unbiased_adv, MinibatchStats *st) {
-    MinibatchStats s = {0};
-    if (n <= 0) {
-        if (st) *st = s;
-        return NAN;
-    }
-    Backend *bk = model_backend(m);
-    int mb, *rows = forward_rows(r, idx, n, micro, &mb);
-    double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
-    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
-    int last0 = 0, last_T = 0;
-    for (int c0 = 0; c0 < n; c0 += mb) {
-        last0 = c0;
-        last_T = rows_gradient(m, oc, r, rows + c0, n - c0 < mb ? n - c0 : mb, n, sum_len, weights, &s);
-    }
-    double cosine = NAN;
-    if (unbiased_adv) {
-        size_t np = model_num_params(m);
-        float *g_obj = xmalloc(np * sizeof(float)), *g_unb = xmalloc(np * sizeof(float));
-        bk_download(bk, g_obj, model_grads(m), np * sizeof(float));
-        model_zero_grad(m);
-        // the last micro-batch's forward is still in m; the others are run again
-        unbiased_backward(m, r, rows + last0, n - last0, last_T, unbiased_adv);
-        for (int c0 = 0; c0 < last0; c0 += mb) {
-            int T = minibatch_forward(m, r, rows + c0, mb, NULL, NULL);
-            unbiased_backward(m, r, rows + c0, mb, T, unbiased_adv);
-        }
-        bk_download(bk, g_unb, model_grads(m), np * sizeof(float));
-        bk_upload(bk, model_grads(m), g_obj, np * sizeof(float));
-        double dot = 0, na = 0, nb = 0;
-        for (size_t j = 0; j < np; j++) {
-            dot += (double)g_obj[j] * g_unb[j];
-            na += (double)g_obj[j] * g_obj[j];
-            nb += (double)g_unb[j] * g_unb[j];
-        }
-        cosine = na > 0 && nb > 0 ? dot / sqrt(na * nb) : NAN;
-        free(g_obj);
-        free(g_unb);
-    }
-    if (st) *st = s;
-    free(rows);
-    return cosine;
-}
 
 // ---------------------------------------------------------------- settings
 typedef struct {
@@ -482,18 +197,6 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
 // ---------------------------------------------------------------- helpers
 static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
 
-// Philox permutation of x (n) keyed by (seed, step, epoch): Fisher-Yates.
-static void shuffle(int *x, int n, uint64_t seed, int step, int epoch) {
-    uint64_t counter = (0x5348ull << 48) | ((uint64_t)(uint32_t)step << 16) | (uint64_t)(epoch & 0xffff);
-    for (int i = n - 1; i > 0; i--) {
-        uint32_t u = philox_draw(seed, counter, (uint32_t)i).v[0];
-        int j = (int)((uint64_t)u * (uint64_t)(i + 1) >> 32);
-        int t = x[i];
-        x[i] = x[j];
-        x[j] = t;
-    }
-}
-
 static int run_eval(Model *m, const Tokenizer *tk, const EvalConfig *ec, int step, RunLog *rl,
                     char *err, size_t errlen) {
     EvalResult res;
@@ -657,7 +360,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         return 2;
     }
     // train.micro_batch resolved once: 0 by backend, then at most M (M: one pass)
-    if (S.micro == 0 && bk->kind == BACKEND_CPU) S.micro = TRAIN_CPU_MICRO_BATCH;
+    if (S.micro == 0 && bk->kind == BACKEND_CPU) S.micro = UPDATE_CPU_MICRO_BATCH;
     if (S.micro == 0 || S.micro > S.M) S.micro = S.M;
     Model *m = model_create(bk, &mc), *ref = NULL;
     int rc = 0;
@@ -751,6 +454,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
         char *resp_text = xmalloc((size_t)max_new * 16 + 16), text[1024];
         Generation gen;
         generation_alloc(&gen, N, max_new);
+        UpdateWorkspace *ws = update_workspace_create(m, M, S.bias_diagnostic);
         double t_run = wall_time(), sum_rollout_s = 0, sum_update_s = 0, sum_tokens = 0;
         char micro_text[64] = "one pass";
         if (S.micro < M) snprintf(micro_text, sizeof micro_text, "micro-batches of %d", S.micro);
@@ -849,50 +553,22 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
             Rollout r = {.n = N, .prompt = prompt_ptr, .prompt_len = plen, .resp = resp_ptr,
                          .resp_len = gen.length, .advantage = adv, .tok_offset = tok_off,
                          .logp_old = logp_old, .logp_ref = logp_ref, .env = sc.env ? tok_env : NULL};
-            double loss_sum = 0, gnorm_sum = 0, kl_sum = 0, ent_sum = 0, cosine = NAN;
-            long long upd_tok = 0, clip_lo = 0, clip_hi = 0, ent_tok = 0;
-            int n_updates = 0;
-            // minibatches of M kept responses; with dynamic sampling the last one may be
-            // smaller (its c_i then uses its own size)
-            for (int epoch = 0; epoch < S.epochs && n_kept > 0; epoch++) {
-                memcpy(order, kept, (size_t)n_kept * sizeof(int));
-                shuffle(order, n_kept, S.seed, step, epoch);
-                if (epoch == 0)
-                    for (int k0 = 0; k0 < n_kept; k0 += M)
-                        train_old_logp(m, ref, &r, order + k0, n_kept - k0 < M ? n_kept - k0 : M,
-                                       S.micro);
-                for (int k0 = 0; k0 < n_kept; k0 += M) {
-                    int n = n_kept - k0 < M ? n_kept - k0 : M;
-                    MinibatchStats st;
-                    model_zero_grad(m);
-                    int diag = S.bias_diagnostic && epoch == 0 && k0 == 0;
-                    double cs = train_minibatch_gradient(m, &oc, &r, order + k0, n, S.micro,
-                                                         epoch == 0 ? weights : NULL,
-                                                         diag ? unbiased : NULL, &st);
-                    if (diag) cosine = cs;
-                    gnorm_sum += model_adamw_step(m, &opt);
-                    loss_sum += st.loss;
-                    kl_sum += st.kl_sum;
-                    upd_tok += st.tokens;
-                    clip_lo += st.clipped_low;
-                    clip_hi += st.clipped_high;
-                    if (epoch == 0) {
-                        ent_sum += st.entropy_sum;
-                        ent_tok += st.tokens;
-                    }
-                    n_updates++;
-                }
-            }
+            EpochPlan plan = {.epochs = S.epochs, .minibatch = M, .micro = S.micro,
+                              .bias_diagnostic = S.bias_diagnostic, .seed = S.seed, .step = step};
+            UpdateStats us;
+            update_epochs(ws, m, ref, &oc, &opt, &plan, &r, kept, n_kept, order, weights, unbiased, &us);
             double t2 = wall_time();
             // ---- log
             double reward_mean = rew_sum / N, length_mean = len_sum / N;
             double lc = safe_div(len_c, n_correct), li = safe_div(len_i, N - n_correct);
             double trunc_rate = (double)n_trunc / N, loop_rate = (double)n_loop / N;
             double dis_rate = (double)n_dis / N, check_rate = (double)n_check / N;
-            double loss = n_updates ? loss_sum / n_updates : 0, gnorm = n_updates ? gnorm_sum / n_updates : 0;
-            double cf_lo = upd_tok ? (double)clip_lo / upd_tok : 0, cf_hi = upd_tok ? (double)clip_hi / upd_tok : 0;
-            double kl = oc.beta > 0 && upd_tok ? kl_sum / upd_tok : 0.0;
-            double ent = ent_tok ? ent_sum / ent_tok : NAN, lr = opt.lr;
+            int n_updates = us.n_updates;
+            long long upd_tok = us.tokens;
+            double loss = n_updates ? us.loss_sum / n_updates : 0, gnorm = n_updates ? us.gnorm_sum / n_updates : 0;
+            double cf_lo = upd_tok ? (double)us.clipped_low / upd_tok : 0, cf_hi = upd_tok ? (double)us.clipped_high / upd_tok : 0;
+            double kl = oc.beta > 0 && upd_tok ? us.kl_sum / upd_tok : 0.0;
+            double ent = us.entropy_tokens ? us.entropy_sum / us.entropy_tokens : NAN, lr = opt.lr, cosine = us.cosine;
             int64_t ntok64 = n_tok;
             double ro_s = t1 - t0, up_s = t2 - t1, mixed_frac = (double)n_mixed / P;
             sum_rollout_s += ro_s;
@@ -967,6 +643,7 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
                     steps_run, sum_tokens / sum_rollout_s, sum_tokens / sum_update_s,
                     (wall_time() - t_run) / steps_run);
         generation_free(&gen);
+        update_workspace_free(ws);
         free(tasks);
         free(prompt_ids);
         free(plen_p);
