@@ -1,24 +1,13 @@
 // train.h: `grpolab train`, RL on the task world with the objectives of objective.h.
 //
-// One step (../shared/DESIGN.md "Data flow of one RL step"):
-//   draw P training tasks (pool index step*P + p), sample G responses each (sequence id
-//   (step*P + p)*G + g), verify -> rewards, advantages (kn_group_advantages), optional
-//   dynamic sampling (groups whose rewards are all equal are dropped from the update), then
-//   ppo_epochs epochs over minibatches of M responses in a Philox shuffle keyed by
-//   (run.seed, step, epoch): forward, per-token weight w = ppo_token_weight(c_i, A_i, ...)
-//   (kn_token_weights, on the backend where the forward's log-probs lie), dlogp = -w on the
-//   response tokens, backward, one AdamW step per minibatch. The weights and the loss, KL and
-//   clip terms come back to the host only for the log and the step's statistics.
-//
-// pi_old: the old log-probs are recomputed with forward passes over each minibatch of the
-// first epoch (same composition, same micro-batches and padding, before any update) rather
-// than taken from the sampler. They then equal the first update's log-probs bit for bit on
-// the CPU, so rho = 1 exactly in the first minibatch, and they stay right at temperature /
-// top-p != 1 (the sampler's log-probs are those of the tempered, truncated distribution).
-// The logged token weight (/tokens/weight) is the w of the token's first-epoch update.
-//
-// Every random draw is keyed by (run.seed, step, ...), so a run resumed from its checkpoint
-// writes the same log and ends with the same parameters as the uninterrupted run.
+// One step: draw P training tasks, sample G responses each, verify -> rewards, advantages
+// (kn_group_advantages), optional dynamic sampling (groups whose rewards are all equal are
+// dropped from the update) (rollout.h); then ppo_epochs epochs over minibatches of M
+// responses in a Philox shuffle keyed by (run.seed, step, epoch): forward, per-token weight
+// w = ppo_token_weight(c_i, A_i, ...), dlogp = -w on the response tokens, backward, one AdamW
+// step per minibatch (update.h); then the step's rows of the run log (trainlog.h) and, every
+// train.checkpoint_every steps, a checkpoint to go on from (resume.h). The logged token
+// weight (/tokens/weight) is the w of the token's first-epoch update.
 #ifndef GRPOLAB_TRAIN_H
 #define GRPOLAB_TRAIN_H
 
