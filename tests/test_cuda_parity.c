@@ -5,19 +5,16 @@
 // Gradient outputs start from the same small random values on both sides, so a
 // backward that overwrites instead of accumulating fails too.
 //
-// Tolerances (relative error of the whole output), the issue's: 1e-5 in fp32, 1e-3 with TF32.
-// Measured on an NVIDIA H200 (2026-12-04, docs/benchmarks.md): every fp32 op within 4.4e-7,
-// the TF32 matmuls within 2.6e-4.
+// Tolerances (relative error of the whole output): 1e-5 in fp32, 1e-3 with TF32 (the errors
+// measured on a GPU are in docs/benchmarks.md).
 //   TOL        1e-5  fp32, same formula, only the summation order and the last ulp of
 //                    expf/sinf differ between the backends
 //   TOL_CANCEL 1e-5  gradients formed from cancelling sums: attention backward
 //                    (dS = P (dP - D), D the P-weighted mean of dP) and logprob backward
 //                    (onehot - p, and p (log p + H)); rounding differences are amplified;
 //                    and token_weights' KL k3 = exp(lr) - lr - 1, which cancels for small lr
-//                    (was 2e-5 before a GPU measured them: worst 4.4e-7, logprob dW)
 //   TOL_TF32   1e-3  TF32 tensor-core matmuls: operands keep 10 mantissa bits (unit
-//                    roundoff 2^-11, or 2^-10 where the hardware truncates); measured
-//                    2.6e-4 (was 2e-3 before a GPU measured them)
+//                    roundoff 2^-11, or 2^-10 where the hardware truncates)
 //   exact            kv_store (a copy), sampled token ids, token_weights' clip counts
 //   1e-12            sum_squares (double accumulation on both sides)
 // Skips cleanly (exit 0) when the CUDA backend is not built or no device is present;

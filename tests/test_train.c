@@ -740,7 +740,7 @@ static void test_bad_configs(void **state) {
 // the masked tokens, and the clip counts less the masked tokens that ppo_clipped flags, bit for
 // bit; coef is unchanged (masked tokens still count in |o|).
 static void test_token_weight_mask(void **state) {
-    enum { n = 6, T = 40 };
+    enum { n = 6, T = 48 };  // responses up to position 17 + 25
     char err[256];
     Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
     assert_non_null(bk);
