@@ -649,8 +649,10 @@ static void test_group_advantages(void **state) {
 
 // n responses in the (n,T) layout: random starts and lengths, ratios pi/pi_old in
 // [0.67, 1.5] (the clip binds on both sides), some advantages exactly 0; a micro-batch of a
-// minibatch of M = 3n responses whose other lengths sum to as much again.
-static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t seed) {
+// minibatch of M = 3n responses whose other lengths sum to as much again. with_mask: about one
+// token in four is masked (the environment's).
+static void token_weights_case(const ObjectiveConfig *oc, int with_ref, int with_mask,
+                               uint64_t seed) {
     int n = 37, T = 61, M = 3 * n;
     size_t NT = (size_t)n * T;
     int *start = malloc((size_t)n * sizeof(int)), *len = malloc((size_t)n * sizeof(int));
@@ -667,15 +669,25 @@ static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t
     for (size_t j = 0; j < NT; j++) old[j] += lp[j];
     Pair lold = pair_from(old, NT), adv = pair_from(a, (size_t)n);
     IPair st = ipair_from(start, (size_t)n), ln = ipair_from(len, (size_t)n);
+    unsigned char *mask_h = malloc(NT), *mask_c = NULL, *mask_g = NULL;
+    float *mu = malloc(NT * sizeof(float));
+    tu_fill_uniform(mu, NT, seed + 6, 0, 1);
+    for (size_t j = 0; j < NT; j++) mask_h[j] = mu[j] < 0.25f;
+    if (with_mask) {
+        mask_c = bk_alloc(g_cpu, NT);
+        mask_g = bk_alloc(g_gpu, NT);
+        bk_upload(g_cpu, mask_c, mask_h, NT);
+        bk_upload(g_gpu, mask_g, mask_h, NT);
+    }
     Pair w = pair_out(NT), loss = pair_out(NT), kl = pair_out(NT), coef = pair_out((size_t)n);
     IPair lo = ipair_out((size_t)n), hi = ipair_out((size_t)n);
     kn_token_weights(g_cpu, w.c, loss.c, kl.c, coef.c, lo.c, hi.c, logp.c, lold.c,
-                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, M, sum_len, oc);
+                     with_ref ? ref.c : NULL, mask_c, adv.c, st.c, ln.c, n, T, M, sum_len, oc);
     kn_token_weights(g_gpu, w.g, loss.g, kl.g, coef.g, lo.g, hi.g, logp.g, lold.g,
-                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
+                     with_ref ? ref.g : NULL, mask_g, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
     char what[96];
-    printf(" token_weights %s, beta %g, %s\n", aggregation_name(oc->aggregation), oc->beta,
-           with_ref ? "pi_ref given" : "no pi_ref");
+    printf(" token_weights %s, beta %g, %s%s\n", aggregation_name(oc->aggregation), oc->beta,
+           with_ref ? "pi_ref given" : "no pi_ref", with_mask ? ", environment tokens masked" : "");
     check_pair("token_weights w", w, TOL);
     check_pair("token_weights loss", loss, TOL);
     snprintf(what, sizeof what, "token_weights kl%s", with_ref ? "" : " (all 0)");
@@ -687,10 +699,24 @@ static void token_weights_case(const ObjectiveConfig *oc, int with_ref, uint64_t
     // the optional outputs skipped: w alone
     Pair w2 = pair_out(NT);
     kn_token_weights(g_cpu, w2.c, NULL, NULL, NULL, NULL, NULL, logp.c, lold.c,
-                     with_ref ? ref.c : NULL, adv.c, st.c, ln.c, n, T, M, sum_len, oc);
+                     with_ref ? ref.c : NULL, mask_c, adv.c, st.c, ln.c, n, T, M, sum_len, oc);
     kn_token_weights(g_gpu, w2.g, NULL, NULL, NULL, NULL, NULL, logp.g, lold.g,
-                     with_ref ? ref.g : NULL, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
+                     with_ref ? ref.g : NULL, mask_g, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
     check_pair("token_weights w (other outputs NULL)", w2, TOL);
+    if (with_mask) {  // the masked tokens are exactly 0 on the device
+        float *wg = fetch(g_gpu, w.g, NT), *lg = fetch(g_gpu, loss.g, NT);
+        for (int k = 0; k < n; k++)
+            for (int t = start[k]; t < start[k] + len[k]; t++) {
+                size_t p = (size_t)k * T + (size_t)t;
+                if (mask_h[p]) assert_true(wg[p] == 0.0f && lg[p] == 0.0f);
+            }
+        free(wg);
+        free(lg);
+        bk_free(g_cpu, mask_c);
+        bk_free(g_gpu, mask_g);
+    }
+    free(mask_h);
+    free(mu);
     pair_free(&w2);
     free(start);
     free(len);
@@ -717,11 +743,13 @@ static void test_token_weights(void **state) {
     const char *presets[4] = {"grpo", "dr_grpo", "dapo", "rloo"};
     for (int k = 0; k < 4; k++) {
         ObjectiveConfig oc = objective(presets[k], k == 0 || k == 2 ? SCALE_GROUP_STD : SCALE_NONE, 1, 0);
-        token_weights_case(&oc, 0, 1500 + (uint64_t)k * 10);
+        token_weights_case(&oc, 0, 0, 1500 + (uint64_t)k * 10);
+        token_weights_case(&oc, 0, 1, 1700 + (uint64_t)k * 10);
     }
     ObjectiveConfig kl = objective("grpo", SCALE_GROUP_STD, 1, 0.04f);
-    token_weights_case(&kl, 1, 1600);
-    token_weights_case(&kl, 0, 1610);
+    token_weights_case(&kl, 1, 0, 1600);
+    token_weights_case(&kl, 0, 0, 1610);
+    token_weights_case(&kl, 1, 1, 1620);
 }
 
 // ---------------------------------------------------------------- determinism, empty sizes
@@ -817,7 +845,7 @@ static void test_empty_sizes(void **state) {
     kn_adamw_update(g_gpu, f, f, f, f, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1);
     ObjectiveConfig oc = objective("grpo", SCALE_GROUP_STD, 1, 0);
     kn_group_advantages(g_gpu, f, f, f, f, 0, 4, &oc);
-    kn_token_weights(g_gpu, f, f, f, f, i, i, f, f, f, f, i, i, 0, 8, 1, 1.0, &oc);
+    kn_token_weights(g_gpu, f, f, f, f, i, i, f, f, f, NULL, f, i, i, 0, 8, 1, 1.0, &oc);
     bk_sync(g_gpu);
     bk_free(g_gpu, f);
     bk_free(g_gpu, i);

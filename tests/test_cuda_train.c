@@ -1,9 +1,11 @@
-// test_cuda_train.c: one RL update of the trainer (train.c's train_old_logp,
-// train_minibatch_gradient and model_adamw_step, with kn_group_advantages before them) on the
+// test_cuda_train.c: one RL update of the trainer (update.c's update_old_logp,
+// update_minibatch_gradient and model_adamw_step, with kn_group_advantages before them) on the
 // CUDA backend against the CPU backend, on forced identical rollouts: the same fixed prompts,
 // responses and rewards on both sides (no sampling) and the same initial parameters.
 // Two minibatches of one epoch, so the second one's weights have rho != 1 (the first
-// AdamW step moved the policy) and its clip can bind; once more with micro-batches. Compared, relative errors printed:
+// AdamW step moved the policy) and its clip can bind; once more with micro-batches and every
+// fourth response token the environment's (masked in kn_token_weights). Compared, relative
+// errors printed:
 // advantages, old and reference log-probs, the token weights of each minibatch, the step
 // statistics, the gradients and the parameters after each AdamW step.
 //
@@ -24,7 +26,7 @@
 #include "common.h"
 #include "sim/model.h"
 #include "sim/objective.h"
-#include "sim/train.h"
+#include "sim/update.h"
 #include "test_util.h"
 
 enum { P = 3, G = 4, N = P * G, M = 6, MAX_PROMPT = 10, MAX_RESP = 20 };
@@ -64,6 +66,7 @@ static ModelConfig step_config(void) {
 typedef struct {
     int prompt[N][MAX_PROMPT], resp[N][MAX_RESP], plen[N], rlen[N], tok_off[N], ntok;
     float rewards[N];
+    unsigned char env[N * MAX_RESP];  // every fourth token the environment's
 } Forced;
 
 static void forced_rollout(Forced *f, int V) {
@@ -79,6 +82,7 @@ static void forced_rollout(Forced *f, int V) {
         for (int t = 0; t < f->rlen[i]; t++)
             f->resp[i][t] = 2 + (int)(philox_uniform(42, (uint64_t)(i * MAX_RESP + t)) * (V - 2)) % (V - 2);
         f->rewards[i] = rewards[i];
+        for (int t = 0; t < f->rlen[i]; t++) f->env[f->ntok + t] = t % 4 == 3;
         f->tok_off[i] = f->ntok;
         f->ntok += f->rlen[i];
     }
@@ -96,7 +100,7 @@ typedef struct {
 static const int ORDER[N] = {5, 0, 9, 2, 11, 7, 1, 4, 10, 3, 8, 6};
 
 static void rl_step(Backend *bk, const Model *init, const Model *init_ref, const Forced *f,
-                    const ObjectiveConfig *oc, int micro, StepResult *out) {
+                    const ObjectiveConfig *oc, int micro, int with_env, StepResult *out) {
     ModelConfig c = step_config();
     Model *m = model_create(bk, &c), *ref = init_ref ? model_create(bk, &c) : NULL;
     model_copy_params(m, init);
@@ -122,16 +126,17 @@ static void rl_step(Backend *bk, const Model *init, const Model *init_ref, const
     }
     Rollout r = {.n = N, .prompt = pp, .prompt_len = f->plen, .resp = rp, .resp_len = f->rlen,
                  .advantage = out->adv, .tok_offset = f->tok_off, .logp_old = out->logp_old,
-                 .logp_ref = ref ? out->logp_ref : NULL};
-    // train.c's epoch: pi_old of every minibatch first, then one update per minibatch
-    for (int k0 = 0; k0 < N; k0 += M) train_old_logp(m, ref, &r, ORDER + k0, M, micro);
+                 .logp_ref = ref ? out->logp_ref : NULL, .env = with_env ? f->env : NULL};
+    // update_epochs' epoch: pi_old of every minibatch first, then one update per minibatch
+    UpdateWorkspace *ws = update_workspace_create(m, M, 1);
+    for (int k0 = 0; k0 < N; k0 += M) update_old_logp(ws, m, ref, &r, ORDER + k0, M, micro);
     AdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-4f,
                        .weight_decay = 0.0f, .grad_clip = 1.0f};
     size_t np = model_num_params(m);
     for (int mb = 0; mb < 2; mb++) {
         model_zero_grad(m);
-        double cs = train_minibatch_gradient(m, oc, &r, ORDER + mb * M, M, micro, out->weights,
-                                             mb == 0 ? unbiased : NULL, &out->st[mb]);
+        double cs = update_minibatch_gradient(ws, m, oc, &r, ORDER + mb * M, M, micro, out->weights,
+                                              mb == 0 ? unbiased : NULL, &out->st[mb]);
         if (mb == 0) out->cosine = cs;
         out->grads[mb] = xmalloc(np * sizeof(float));
         bk_download(bk, out->grads[mb], model_grads(m), np * sizeof(float));
@@ -139,6 +144,7 @@ static void rl_step(Backend *bk, const Model *init, const Model *init_ref, const
         out->params[mb] = xmalloc(np * sizeof(float));
         bk_download(bk, out->params[mb], model_params(m), np * sizeof(float));
     }
+    update_workspace_free(ws);
     model_free(m);
     if (ref) model_free(ref);
 }
@@ -168,12 +174,13 @@ static void check_scalar(const char *what, double got, double ref, double tol) {
     tu_check_rel(what, tu_rel_err_d(&got, &ref, 1), tol);
 }
 
-static void rl_step_case(const char *preset, float beta, int micro) {
+static void rl_step_case(const char *preset, float beta, int micro, int with_env) {
     ObjectiveConfig oc;
     assert_int_equal(objective_preset(preset, MAX_RESP, &oc), 0);
     oc.beta = beta;
-    printf(" one RL step, %s, beta %g, %s\n", preset, beta,
-           micro ? "micro-batches of 4 (train.micro_batch)" : "one pass per minibatch");
+    printf(" one RL step, %s, beta %g, %s%s\n", preset, beta,
+           micro ? "micro-batches of 4 (train.micro_batch)" : "one pass per minibatch",
+           with_env ? ", environment tokens" : "");
     ModelConfig c = step_config();
     Model *init = model_create(cpu, &c), *init_ref = beta > 0 ? model_create(cpu, &c) : NULL;
     model_init_params(init, 61);
@@ -181,8 +188,8 @@ static void rl_step_case(const char *preset, float beta, int micro) {
     Forced f;
     forced_rollout(&f, c.vocab_size);
     StepResult rc, rg;
-    rl_step(cpu, init, init_ref, &f, &oc, micro, &rc);
-    rl_step(gpu, init, init_ref, &f, &oc, micro, &rg);
+    rl_step(cpu, init, init_ref, &f, &oc, micro, with_env, &rc);
+    rl_step(gpu, init, init_ref, &f, &oc, micro, with_env, &rg);
     size_t np = model_num_params(init);
     tu_check_rel("advantages", tu_rel_err(rg.adv, rc.adv, N), 1e-5);
     tu_check_rel("old log-probs", tu_rel_err(rg.logp_old, rc.logp_old, (size_t)f.ntok), 1e-5);
@@ -223,23 +230,24 @@ static void rl_step_case(const char *preset, float beta, int micro) {
 
 static void test_rl_step_grpo(void **state) {
     if (!gpu) skip();
-    rl_step_case("grpo", 0.0f, 0);
+    rl_step_case("grpo", 0.0f, 0, 0);
 }
 
 static void test_rl_step_dapo_kl(void **state) {
     if (!gpu) skip();
-    rl_step_case("dapo", 0.05f, 0);
+    rl_step_case("dapo", 0.05f, 0, 0);
 }
 
 static void test_rl_step_dr_grpo(void **state) {
     if (!gpu) skip();
-    rl_step_case("dr_grpo", 0.0f, 0);
+    rl_step_case("dr_grpo", 0.0f, 0, 0);
 }
 
-// Passes of 4 and 2 responses per minibatch of 6, the bias diagnostic's forward run again.
+// Passes of 4 and 2 responses per minibatch of 6, the bias diagnostic's forward run again,
+// environment tokens masked.
 static void test_rl_step_dapo_kl_micro(void **state) {
     if (!gpu) skip();
-    rl_step_case("dapo", 0.05f, 4);
+    rl_step_case("dapo", 0.05f, 4, 1);
 }
 
 int main(void) {

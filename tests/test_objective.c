@@ -367,7 +367,7 @@ static void token_weights(const ObjectiveConfig *o, const float *logp, const flo
     poison(coef, TW_N);
     double sum_len = 0;
     for (int k = 0; k < TW_N; k++) sum_len += TW_LEN[k];
-    kn_token_weights(cpu, w, loss, kl, coef, lo, hi, logp, old, ref, TW_ADV, TW_START, TW_LEN,
+    kn_token_weights(cpu, w, loss, kl, coef, lo, hi, logp, old, ref, NULL, TW_ADV, TW_START, TW_LEN,
                      TW_N, TW_T, TW_N, sum_len, o);
     for (int k = 0; k < TW_N; k++)  // outside the responses: exactly 0
         for (int t = 0; t < TW_T; t++)

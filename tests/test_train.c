@@ -21,6 +21,7 @@
 #include "sim/setup.h"
 #include "sim/template.h"
 #include "sim/train.h"
+#include "sim/update.h"
 #include "test_util.h"
 
 static char dir[64], model_path[128];
@@ -510,13 +511,14 @@ static void dr_grpo_gradient_check(int with_env) {
     Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = g.length,
                  .advantage = adv, .tok_offset = off, .logp_old = logp_old, .logp_ref = NULL,
                  .env = with_env ? env : NULL};
-    train_old_logp(m, NULL, &r, idx, N, 0);
+    UpdateWorkspace *ws = update_workspace_create(m, N, 0);
+    update_old_logp(ws, m, NULL, &r, idx, N, 0);
     size_t np = model_num_params(m);
     float *g_trainer = xmalloc(np * sizeof(float)), *g_ref = xcalloc(np, sizeof(float));
     float *g_i = xmalloc(np * sizeof(float));
     model_zero_grad(m);
     MinibatchStats st;
-    train_minibatch_gradient(m, &oc, &r, idx, N, 0, w, NULL, &st);
+    update_minibatch_gradient(ws, m, &oc, &r, idx, N, 0, w, NULL, &st);
     bk_download(bk, g_trainer, model_grads(m), np * sizeof(float));
     assert_int_equal(st.clipped_low + st.clipped_high, 0);
     // explicit: -dL/dtheta = sum_i A_i / (M L_max) * grad sum_t log pi(o_it)
@@ -562,13 +564,14 @@ static void dr_grpo_gradient_check(int with_env) {
                 if (shift > 0 && adv[i] < 0) want_low++;
                 if (shift < 0 && adv[i] > 0) want_high++;
             }
-        train_minibatch_gradient(m, &oc, &r, idx, N, 0, NULL, NULL, &st);
+        update_minibatch_gradient(ws, m, &oc, &r, idx, N, 0, NULL, NULL, &st);
         printf("  pi_old %+d: clipped %lld low / %lld high of %lld policy tokens\n", shift,
                st.clipped_low, st.clipped_high, (long long)st.tokens);
         assert_int_equal(st.clipped_low, want_low);
         assert_int_equal(st.clipped_high, want_high);
         assert_true(want_low + want_high > 0);
     }
+    update_workspace_free(ws);
     free(env);
     free(logp_old);
     free(w);
@@ -618,6 +621,7 @@ static void test_micro_batches_equal_one_pass(void **state) {
     unsigned char env[N * RMAX] = {0};
     for (int j = 4; j < ntok; j += 5) env[j] = 1;
     size_t np = model_num_params(m);
+    UpdateWorkspace *ws = update_workspace_create(m, N, 1);
     const char *presets[] = {"grpo", "dr_grpo", "dapo", "rloo", "grpo"};
     for (int p = 0; p < 5; p++) {
         int with_ref = p == 4;
@@ -632,7 +636,7 @@ static void test_micro_batches_equal_one_pass(void **state) {
             Rollout r = {.n = N, .prompt = pp, .prompt_len = plen, .resp = rp, .resp_len = rlen,
                          .advantage = adv, .tok_offset = off, .logp_old = old[pass],
                          .logp_ref = with_ref ? lref[pass] : NULL, .env = env};
-            train_old_logp(m, with_ref ? ref : NULL, &r, idx, N, micro);
+            update_old_logp(ws, m, with_ref ? ref : NULL, &r, idx, N, micro);
             if (!pass) memcpy(old0, old[0], (size_t)ntok * sizeof(float));
             if (pass) {
                 tu_check_rel("old log-probs, micro-batches vs one pass",
@@ -644,8 +648,8 @@ static void test_micro_batches_equal_one_pass(void **state) {
             for (int j = 0; j < ntok; j++)  // pi_old off pi_theta: ratios e^-0.4 .. e^0.4
                 old[pass][j] += 0.8f * (float)((j * 37) % 101) / 100.0f - 0.4f;
             model_zero_grad(m);
-            cos[pass] = train_minibatch_gradient(m, &oc, &r, idx, N, micro, w[pass], unbiased,
-                                                 &st[pass]);
+            cos[pass] = update_minibatch_gradient(ws, m, &oc, &r, idx, N, micro, w[pass],
+                                                  unbiased, &st[pass]);
             g[pass] = xmalloc(np * sizeof(float));
             bk_download(bk, g[pass], model_grads(m), np * sizeof(float));
         }
@@ -665,6 +669,7 @@ static void test_micro_batches_equal_one_pass(void **state) {
         free(g[0]);
         free(g[1]);
     }
+    update_workspace_free(ws);
     model_free(m);
     model_free(ref);
     backend_destroy(bk);
@@ -730,8 +735,75 @@ static void test_bad_configs(void **state) {
     assert_string_equal(line, "a finished run\n");
 }
 
+// kn_token_weights with an environment mask on the CPU gives exactly what the trainer had
+// before the mask moved into the op: the unmasked op's outputs with w, loss and kl set to 0 on
+// the masked tokens, and the clip counts less the masked tokens that ppo_clipped flags, bit for
+// bit; coef is unchanged (masked tokens still count in |o|).
+static void test_token_weight_mask(void **state) {
+    enum { n = 6, T = 48 };  // responses up to position 17 + 25
+    char err[256];
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    assert_non_null(bk);
+    int start[n], len[n];
+    float logp[n * T], old[n * T], ref[n * T], adv[n], u[n * T];
+    unsigned char mask[n * T];
+    tu_fill_uniform(logp, n * T, 71, -5, -0.05f);
+    tu_fill_uniform(ref, n * T, 72, -5, -0.05f);
+    tu_fill_uniform(old, n * T, 73, -0.4f, 0.4f);  // ratios e^-0.4 .. e^0.4: the clip binds
+    tu_fill_uniform(adv, n, 74, -2, 2);
+    tu_fill_uniform(u, n * T, 75, 0, 1);
+    double sum_len = 0;
+    for (int k = 0; k < n; k++) {
+        start[k] = 2 + 3 * k;
+        len[k] = 5 + 4 * k;
+        sum_len += len[k];
+    }
+    for (int j = 0; j < n * T; j++) {
+        old[j] += logp[j];
+        mask[j] = u[j] < 0.3f;
+    }
+    const char *presets[] = {"grpo", "dr_grpo", "dapo", "rloo"};
+    for (int p = 0; p < 4; p++) {
+        ObjectiveConfig oc;
+        assert_int_equal(objective_preset(presets[p], 64, &oc), 0);
+        oc.beta = 0.04f;
+        float w0[n * T], l0[n * T], kl0[n * T], c0[n], w1[n * T], l1[n * T], kl1[n * T], c1[n];
+        int lo0[n], hi0[n], lo1[n], hi1[n], n_masked = 0, n_clipped_masked = 0;
+        kn_token_weights(bk, w0, l0, kl0, c0, lo0, hi0, logp, old, ref, NULL, adv, start, len, n,
+                         T, n, sum_len, &oc);
+        kn_token_weights(bk, w1, l1, kl1, c1, lo1, hi1, logp, old, ref, mask, adv, start, len, n,
+                         T, n, sum_len, &oc);
+        for (int k = 0; k < n; k++) {
+            for (int t = start[k]; t < start[k] + len[k]; t++) {
+                int j = k * T + t;
+                if (!mask[j]) {
+                    assert_memory_equal(&w1[j], &w0[j], sizeof(float));
+                    assert_memory_equal(&l1[j], &l0[j], sizeof(float));
+                    assert_memory_equal(&kl1[j], &kl0[j], sizeof(float));
+                    continue;
+                }
+                assert_true(w1[j] == 0.0f && l1[j] == 0.0f && kl1[j] == 0.0f);
+                n_masked++;
+                if (ppo_clipped(adv[k], expf(logp[j] - old[j]), oc.eps_low, oc.eps_high)) {
+                    n_clipped_masked++;
+                    if (adv[k] < 0) lo0[k]--;
+                    else hi0[k]--;
+                }
+            }
+            assert_memory_equal(&c1[k], &c0[k], sizeof(float));
+            assert_int_equal(lo1[k], lo0[k]);
+            assert_int_equal(hi1[k], hi0[k]);
+        }
+        printf("  %s: %d masked tokens, %d of them clipped, left out of the counts\n", presets[p],
+               n_masked, n_clipped_masked);
+        assert_true(n_masked > 0 && n_clipped_masked > 0);
+    }
+    backend_destroy(bk);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_weight_mask),
         cmocka_unit_test(test_closed_form_weights),
         cmocka_unit_test(test_dynamic_sampling),
         cmocka_unit_test(test_dr_grpo_gradient),

@@ -206,10 +206,11 @@ void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group
 }
 void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                       int *clip_high, const float *logp, const float *logp_old,
-                      const float *logp_ref, const float *adv, const int *start, const int *len,
-                      int n, int T, int M, double sum_len, const struct ObjectiveConfig *oc) {
-    DISPATCH(token_weights, w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, adv,
-             start, len, n, T, M, sum_len, oc);
+                      const float *logp_ref, const unsigned char *mask, const float *adv,
+                      const int *start, const int *len, int n, int T, int M, double sum_len,
+                      const struct ObjectiveConfig *oc) {
+    DISPATCH(token_weights, w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, mask,
+             adv, start, len, n, T, M, sum_len, oc);
 }
 double kn_sum_squares(Backend *b, const float *g, size_t n) { DISPATCH_RET(sum_squares, g, n); }
 void kn_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v, size_t n,

@@ -694,8 +694,9 @@ void cpu_group_advantages(Backend *b, float *adv, float *group_mean, float *grou
 // One serial pass in response order (n*T is small next to the forward that produced logp).
 void cpu_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                        int *clip_high, const float *logp, const float *logp_old,
-                       const float *logp_ref, const float *adv, const int *start, const int *len,
-                       int n, int T, int M, double sum_len, const struct ObjectiveConfig *oc) {
+                       const float *logp_ref, const unsigned char *mask, const float *adv,
+                       const int *start, const int *len, int n, int T, int M, double sum_len,
+                       const struct ObjectiveConfig *oc) {
     size_t NT = (size_t)n * T;
     memset(w, 0, NT * sizeof(float));
     if (loss) memset(loss, 0, NT * sizeof(float));
@@ -706,6 +707,7 @@ void cpu_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef
         int lo = 0, hi = 0;
         for (int t = 0; t < len[k]; t++) {
             size_t p = (size_t)k * T + (size_t)(start[k] + t);
+            if (mask && mask[p]) continue;  // the environment's token: w, loss, kl stay 0
             float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp;
             w[p] = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
             if (loss) loss[p] = ppo_token_loss(A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);

@@ -1172,14 +1172,15 @@ extern "C" void cuda_group_advantages(Backend *b, float *adv, float *group_mean,
     LAUNCH_CHECK("group_advantages_kernel");
 }
 
-// One block per response k, threads over its row of T positions; the clip counts are
-// per-thread integers added by thread 0 in thread order (exact).
+// One block per response k, threads over its row of T positions (masked tokens: all 0, not
+// counted); the clip counts are per-thread integers added by thread 0 in thread order (exact).
 #define TW_THREADS 128
 __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *coef,
                                      int *clip_low, int *clip_high, const float *logp,
                                      const float *logp_old, const float *logp_ref,
-                                     const float *adv, const int *start, const int *len, int T,
-                                     int M, double sum_len, ObjectiveConfig oc) {
+                                     const unsigned char *mask, const float *adv,
+                                     const int *start, const int *len, int T, int M,
+                                     double sum_len, ObjectiveConfig oc) {
     __shared__ int lo_part[TW_THREADS], hi_part[TW_THREADS];
     int k = blockIdx.x;
     float A = adv[k];
@@ -1189,7 +1190,7 @@ __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *co
         size_t p = (size_t)k * T + t;
         int rt = t - s0;
         float wt = 0.0f, lt = 0.0f, kt = 0.0f;
-        if (rt >= 0 && rt < lk) {
+        if (rt >= 0 && rt < lk && !(mask && mask[p])) {
             float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp;
             wt = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc.eps_low, oc.eps_high, oc.beta);
             if (loss) lt = ppo_token_loss(A, lp, lp_old, lp_ref, oc.eps_low, oc.eps_high, oc.beta);
@@ -1220,14 +1221,15 @@ __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *co
 
 extern "C" void cuda_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef,
                                    int *clip_low, int *clip_high, const float *logp,
-                                   const float *logp_old, const float *logp_ref, const float *adv,
-                                   const int *start, const int *len, int n, int T, int M,
-                                   double sum_len, const struct ObjectiveConfig *oc) {
+                                   const float *logp_old, const float *logp_ref,
+                                   const unsigned char *mask, const float *adv, const int *start,
+                                   const int *len, int n, int T, int M, double sum_len,
+                                   const struct ObjectiveConfig *oc) {
     (void)b;
     if (n <= 0 || T <= 0) return;
     token_weights_kernel<<<row_blocks((size_t)n, "token_weights"), TW_THREADS>>>(
-        w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, adv, start, len, T, M,
-        sum_len, *oc);
+        w, loss, kl, coef, clip_low, clip_high, logp, logp_old, logp_ref, mask, adv, start, len,
+        T, M, sum_len, *oc);
     LAUNCH_CHECK("token_weights_kernel");
 }
 

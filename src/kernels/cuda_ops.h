@@ -63,8 +63,8 @@ void cuda_group_advantages(Backend *b, float *adv, float *group_mean, float *gro
                            const struct ObjectiveConfig *oc);
 void cuda_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                         int *clip_high, const float *logp, const float *logp_old,
-                        const float *logp_ref, const float *adv, const int *start,
-                        const int *len, int n, int T, int M, double sum_len,
+                        const float *logp_ref, const unsigned char *mask, const float *adv,
+                        const int *start, const int *len, int n, int T, int M, double sum_len,
                         const struct ObjectiveConfig *oc);
 double cuda_sum_squares(Backend *b, const float *g, size_t n);
 void cuda_adamw_update(Backend *b, float *params, const float *grads, float *m, float *v,

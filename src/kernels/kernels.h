@@ -164,19 +164,23 @@ void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group
 // responses whose lengths sum to sum_len: the aggregation's normalizers (for a whole
 // minibatch M = n and sum_len = sum_k len[k]).
 // logp, logp_old (n,T); logp_ref (n,T) or NULL (then pi_ref = pi_theta: no KL);
-// adv (n) A_k; start, len (n) ->
+// mask (n,T) or NULL (none): a response token with mask != 0 is not the policy's action (the
+// environment wrote it): w = loss = kl = 0 there and it is not in the clip counts, but it
+// still counts in len[k] (|o_k|) and sum_len; adv (n) A_k; start, len (n) ->
 //   w (n,T)     token weight w = -dL/dlogp = ppo_token_weight(c_k, A_k, ...), 0 elsewhere;
 //   loss (n,T)  per-token loss l = ppo_token_loss(A_k, ...) before c_k, 0 elsewhere
 //               (L = sum_k sum_t coef[k] * loss);
 //   kl (n,T)    KL_k3(pi_theta, pi_ref) per token, 0 elsewhere;
 //   coef (n)    aggregation coefficient c_k;
-//   clip_low, clip_high (n): tokens of response k where the clip binds with A < 0 / A > 0.
+//   clip_low, clip_high (n): unmasked tokens of response k where the clip binds with A < 0 /
+//               A > 0.
 // Every output but w may be NULL (not computed). Positions outside the responses are
 // never read.
 void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                       int *clip_high, const float *logp, const float *logp_old,
-                      const float *logp_ref, const float *adv, const int *start, const int *len,
-                      int n, int T, int M, double sum_len, const struct ObjectiveConfig *oc);
+                      const float *logp_ref, const unsigned char *mask, const float *adv,
+                      const int *start, const int *len, int n, int T, int M, double sum_len,
+                      const struct ObjectiveConfig *oc);
 
 // ---- optimizer
 // Sum of squares of g (n), returned on the host; deterministic order.

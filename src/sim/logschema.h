@@ -2,7 +2,7 @@
 //
 // Each table is a TableSpec (name, what a row is, and per column: name, HDF5 type, unit,
 // meaning, and its field in the table's row struct below). The writers fill the row structs
-// by field name and append them with runlog_append_rows (train.c, evaluate.c); the analysis
+// by field name and append them with runlog_append_rows (trainlog.c, evaluate.c); the analysis
 // (analysis/runs.c) reads columns by the names of these specs; docs/hdf5-schema.md's column
 // lists are the output of `grpolab schema` (logschema_print_md), and a test keeps them equal.
 // A column's name is its field's name and its type the field's type (logschema.c derives both),

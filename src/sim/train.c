@@ -1,338 +1,22 @@
-// train.c: `grpolab train` (train.h): rollouts, advantages, PPO-clip minibatch updates and the
-// HDF5 run log. Every formula of the objectives is in objective.h; this file only calls them.
+// train.c: `grpolab train` (train.h): the settings of a run, its state and the loop
+//   for step: [eval] -> rollout_collect -> rollout_score -> rollout_advantages ->
+//             update_epochs -> trainlog_write_step -> [checkpoint]
+// Every formula of the objectives is in objective.h, every phase in its own unit.
 #include "train.h"
 
-#include <math.h>
-#include <omp.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "../common.h"
-#include "../kernels/philox.h"
 #include "checkpoint.h"
 #include "evaluate.h"
-#include "logschema.h"
-#include "runlog.h"
-#include "sampler.h"
+#include "resume.h"
+#include "rollout.h"
 #include "setup.h"
-#include "template.h"
-#include "tokenizer.h"
-#include "world.h"
-
-// ---------------------------------------------------------------- the update
-
-// Packs the minibatch idx[0..n) into right-padded (prompt + response) sequences: inputs are
-// the sequence without its last token, the target at position t is token t+1, and only the
-// response tokens are targets. tokens, targets (n, T), lengths (n). Returns T.
-static int pack_minibatch(const Rollout *r, const int *idx, int n, int *tokens, int *targets,
-                          int *lengths) {
-    int T = 1;
-    for (int k = 0; k < n; k++) {
-        int i = idx[k], len = r->prompt_len[i] + r->resp_len[i] - 1;
-        if (len > T) T = len;
-    }
-    for (int k = 0; k < n; k++) {
-        int i = idx[k], pl = r->prompt_len[i], rl = r->resp_len[i];
-        int *tok = tokens + (size_t)k * T, *tgt = targets + (size_t)k * T;
-        lengths[k] = pl + rl - 1;
-        for (int t = 0; t < T; t++) {
-            int next = t + 1;  // position of the target token in prompt + response
-            tok[t] = t < pl ? r->prompt[i][t] : t < pl + rl ? r->resp[i][t - pl] : TOK_PAD;
-            tgt[t] = next >= pl && next < pl + rl ? r->resp[i][next - pl] : -1;
-        }
-    }
-    return T;
-}
-
-// Forward of m over the minibatch; host copies of logp and entropy (n, T), each if not NULL.
-static int minibatch_forward(Model *m, const Rollout *r, const int *idx, int n, float **logp,
-                             float **entropy) {
-    int cap = 1;
-    for (int k = 0; k < n; k++) {
-        int len = r->prompt_len[idx[k]] + r->resp_len[idx[k]] - 1;
-        if (len > cap) cap = len;
-    }
-    int *tokens = xmalloc((size_t)n * cap * sizeof(int)), *targets = xmalloc((size_t)n * cap * sizeof(int));
-    int *lengths = xmalloc((size_t)n * sizeof(int));
-    int T = pack_minibatch(r, idx, n, tokens, targets, lengths);
-    model_forward(m, tokens, targets, lengths, n, T);
-    Backend *bk = model_backend(m);
-    if (logp) {
-        *logp = xmalloc((size_t)n * T * sizeof(float));
-        bk_download(bk, *logp, model_logp(m), (size_t)n * T * sizeof(float));
-    }
-    if (entropy) {
-        *entropy = xmalloc((size_t)n * T * sizeof(float));
-        bk_download(bk, *entropy, model_entropy(m), (size_t)n * T * sizeof(float));
-    }
-    free(tokens);
-    free(targets);
-    free(lengths);
-    return T;
-}
-
-// Position in the (n, T) layout of response token t of minibatch row k (response i): the
-// target of input position prompt_len - 1 + t.
-static size_t token_pos(const Rollout *r, int i, int k, int T, int t) {
-    return (size_t)k * T + (size_t)(r->prompt_len[i] - 1 + t);
-}
-
-// The rows of the minibatch idx[0..n) in the order the forward passes take them, and the
-// rows per pass (*mb): with micro-batches of micro < n rows, sorted by sequence length,
-// longest first (ties keep idx's order), so that a pass pads little; otherwise idx as it is.
-// Freed by the caller.
-static int *forward_rows(const Rollout *r, const int *idx, int n, int micro, int *mb) {
-    int *rows = xmalloc((size_t)(n > 0 ? n : 1) * sizeof(int));
-    memcpy(rows, idx, (size_t)n * sizeof(int));
-    *mb = micro > 0 && micro < n ? micro : n;
-    if (*mb == n) return rows;
-    for (int a = 1; a < n; a++)  // insertion sort: stable, n is a minibatch
-        for (int b = a; b > 0; b--) {
-            int p = rows[b - 1], q = rows[b];
-            if (r->prompt_len[p] + r->resp_len[p] >= r->prompt_len[q] + r->resp_len[q]) break;
-            rows[b - 1] = q;
-            rows[b] = p;
-        }
-    return rows;
-}
-
-void train_old_logp(Model *m, Model *ref, const Rollout *r, const int *idx, int n, int micro) {
-    int mb, *rows = forward_rows(r, idx, n, micro, &mb);
-    for (int pass = 0; pass < (ref ? 2 : 1); pass++)
-        for (int c0 = 0; c0 < n; c0 += mb) {
-            int nc = n - c0 < mb ? n - c0 : mb;
-            const int *cr = rows + c0;
-            float *logp;
-            int T = minibatch_forward(pass ? ref : m, r, cr, nc, &logp, NULL);
-            float *dst = pass ? r->logp_ref : r->logp_old;
-            for (int k = 0; k < nc; k++) {
-                int i = cr[k];
-                for (int t = 0; t < r->resp_len[i]; t++)
-                    dst[r->tok_offset[i] + t] = logp[token_pos(r, i, k, T, t)];
-            }
-            free(logp);
-        }
-    free(rows);
-}
-
-// Backward of dL/dlogp = -w (device, (n, T)) through the last forward.
-static void backward_weights(Model *m, const float *d_w, int n, int T) {
-    Backend *bk = model_backend(m);
-    size_t NT = (size_t)n * T;
-    float *d_dlogp = bk_alloc(bk, NT * sizeof(float));
-    bk_copy(bk, d_dlogp, d_w, NT * sizeof(float));
-    kn_scale(bk, d_dlogp, -1.0f, NT);
-    model_backward(m, d_dlogp, NULL);
-    bk_free(bk, d_dlogp);
-}
-
-// One minibatch's kn_token_weights on the backend: its inputs in the (n, T) layout of the
-// forward (uploaded from the rollout) and its outputs.
-typedef struct {
-    float *logp_old, *logp_ref, *adv, *w, *loss, *kl, *coef;
-    int *start, *len, *clip_low, *clip_high;
-} TokenWeightBuffers;
-
-static void token_weight_buffers_upload(Backend *bk, TokenWeightBuffers *d, const Rollout *r,
-                                        const int *idx, int n, int T) {
-    size_t NT = (size_t)n * T, fb = NT * sizeof(float), nb = (size_t)n * sizeof(float);
-    float *old_h = xcalloc(NT, sizeof(float)), *ref_h = r->logp_ref ? xcalloc(NT, sizeof(float)) : NULL;
-    float *adv_h = xmalloc(nb);
-    int *start_h = xmalloc((size_t)n * sizeof(int)), *len_h = xmalloc((size_t)n * sizeof(int));
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        adv_h[k] = r->advantage[i];
-        start_h[k] = r->prompt_len[i] - 1;
-        len_h[k] = r->resp_len[i];
-        for (int t = 0; t < r->resp_len[i]; t++) {
-            size_t p = token_pos(r, i, k, T, t);
-            old_h[p] = r->logp_old[r->tok_offset[i] + t];
-            if (ref_h) ref_h[p] = r->logp_ref[r->tok_offset[i] + t];
-        }
-    }
-    d->logp_old = bk_alloc(bk, fb);
-    d->logp_ref = ref_h ? bk_alloc(bk, fb) : NULL;
-    d->w = bk_alloc(bk, fb);
-    d->loss = bk_alloc(bk, fb);
-    d->kl = bk_alloc(bk, fb);
-    d->adv = bk_alloc(bk, nb);
-    d->coef = bk_alloc(bk, nb);
-    d->start = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->len = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->clip_low = bk_alloc(bk, (size_t)n * sizeof(int));
-    d->clip_high = bk_alloc(bk, (size_t)n * sizeof(int));
-    bk_upload(bk, d->logp_old, old_h, fb);
-    if (ref_h) bk_upload(bk, d->logp_ref, ref_h, fb);
-    bk_upload(bk, d->adv, adv_h, nb);
-    bk_upload(bk, d->start, start_h, (size_t)n * sizeof(int));
-    bk_upload(bk, d->len, len_h, (size_t)n * sizeof(int));
-    free(old_h);
-    free(ref_h);
-    free(adv_h);
-    free(start_h);
-    free(len_h);
-}
-
-static void token_weight_buffers_free(Backend *bk, TokenWeightBuffers *d) {
-    void *all[] = {d->logp_old, d->logp_ref, d->adv, d->w, d->loss, d->kl, d->coef,
-                   d->start, d->len, d->clip_low, d->clip_high};
-    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++) bk_free(bk, all[j]);
-}
-
-// Forward of the rows idx[0..n) (a whole minibatch, or a micro-batch of one of M responses
-// whose lengths sum to sum_len), their token weights (into weights, if not NULL), their
-// statistics added to *s in row order, and the backward of dlogp = -w, accumulated into m's
-// gradients. Returns the forward's T.
-static int rows_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r, const int *idx,
-                         int n, int M, double sum_len, float *weights, MinibatchStats *s) {
-    Backend *bk = model_backend(m);
-    float *entropy;
-    int T = minibatch_forward(m, r, idx, n, NULL, &entropy);
-    size_t NT = (size_t)n * T;
-    // the token weights on the backend, from the forward's logp where it lies
-    TokenWeightBuffers d;
-    token_weight_buffers_upload(bk, &d, r, idx, n, T);
-    kn_token_weights(bk, d.w, d.loss, oc->beta != 0.0f ? d.kl : NULL, d.coef, d.clip_low,
-                     d.clip_high, model_logp(m), d.logp_old, d.logp_ref, d.adv, d.start, d.len, n,
-                     T, M, sum_len, oc);
-    // the step's statistics and the logged weights, summed on the host in row order
-    float *w = xmalloc(NT * sizeof(float)), *loss = xmalloc(NT * sizeof(float));
-    float *kl = oc->beta != 0.0f ? xmalloc(NT * sizeof(float)) : NULL;
-    float *coef = xmalloc((size_t)n * sizeof(float));
-    int *clip_low = xmalloc((size_t)n * sizeof(int)), *clip_high = xmalloc((size_t)n * sizeof(int));
-    bk_download(bk, w, d.w, NT * sizeof(float));
-    bk_download(bk, loss, d.loss, NT * sizeof(float));
-    if (kl) bk_download(bk, kl, d.kl, NT * sizeof(float));
-    bk_download(bk, coef, d.coef, (size_t)n * sizeof(float));
-    bk_download(bk, clip_low, d.clip_low, (size_t)n * sizeof(int));
-    bk_download(bk, clip_high, d.clip_high, (size_t)n * sizeof(int));
-    // with environment tokens, the log-probs too: the kernel's clip counts include them, and
-    // they are taken out here with the same ppo_clipped (on CUDA a token at the clip boundary
-    // could land on the other side of it by an ulp of expf: at most a token's difference)
-    float *lp = r->env ? xmalloc(NT * sizeof(float)) : NULL;
-    if (lp) bk_download(bk, lp, model_logp(m), NT * sizeof(float));
-    int masked = 0;
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        for (int t = 0; t < r->resp_len[i]; t++) {
-            size_t p = token_pos(r, i, k, T, t);
-            // the environment's tokens are observations, not actions: no weight, no gradient,
-            // not in the statistics
-            if (r->env && r->env[r->tok_offset[i] + t]) {
-                w[p] = 0.0f;
-                masked = 1;
-                if (weights) weights[r->tok_offset[i] + t] = 0.0f;
-                float A = r->advantage[i];
-                if (ppo_clipped(A, expf(lp[p] - r->logp_old[r->tok_offset[i] + t]), oc->eps_low,
-                                oc->eps_high)) {
-                    if (A < 0) clip_low[k]--;
-                    else clip_high[k]--;
-                }
-                continue;
-            }
-            if (weights) weights[r->tok_offset[i] + t] = w[p];
-            s->loss += (double)coef[k] * loss[p];
-            if (kl) s->kl_sum += kl[p];
-            s->entropy_sum += entropy[p];
-            s->tokens++;
-        }
-        s->clipped_low += clip_low[k];
-        s->clipped_high += clip_high[k];
-    }
-    if (masked) bk_upload(bk, d.w, w, NT * sizeof(float));
-    backward_weights(m, d.w, n, T);
-    token_weight_buffers_free(bk, &d);
-    free(lp);
-    free(w);
-    free(loss);
-    free(kl);
-    free(coef);
-    free(clip_low);
-    free(clip_high);
-    free(entropy);
-    return T;
-}
-
-// Backward of the unbiased policy gradient through the last forward, of the rows idx[0..n)
-// in its (n, T) layout: weight unbiased_adv[i] on every policy token of response i (sum over
-// tokens, no normalisation), accumulated into m's gradients.
-static void unbiased_backward(Model *m, const Rollout *r, const int *idx, int n, int T,
-                              const float *unbiased_adv) {
-    Backend *bk = model_backend(m);
-    size_t NT = (size_t)n * T;
-    float *w = xcalloc(NT, sizeof(float)), *d_w = bk_alloc(bk, NT * sizeof(float));
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        for (int t = 0; t < r->resp_len[i]; t++)
-            if (!r->env || !r->env[r->tok_offset[i] + t]) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
-    }
-    bk_upload(bk, d_w, w, NT * sizeof(float));
-    backward_weights(m, d_w, n, T);
-    bk_free(bk, d_w);
-    free(w);
-}
-
-double train_minibatch_gradient(Model *m, const ObjectiveConfig *oc, const Rollout *r,
-                                const int *idx, int n, int micro, float *weights,
-                                const float *unbiased_adv, MinibatchStats *st) {
-    MinibatchStats s = {0};
-    if (n <= 0) {
-        if (st) *st = s;
-        return NAN;
-    }
-    Backend *bk = model_backend(m);
-    int mb, *rows = forward_rows(r, idx, n, micro, &mb);
-    double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
-    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
-    int last0 = 0, last_T = 0;
-    for (int c0 = 0; c0 < n; c0 += mb) {
-        last0 = c0;
-        last_T = rows_gradient(m, oc, r, rows + c0, n - c0 < mb ? n - c0 : mb, n, sum_len, weights, &s);
-    }
-    double cosine = NAN;
-    if (unbiased_adv) {
-        size_t np = model_num_params(m);
-        float *g_obj = xmalloc(np * sizeof(float)), *g_unb = xmalloc(np * sizeof(float));
-        bk_download(bk, g_obj, model_grads(m), np * sizeof(float));
-        model_zero_grad(m);
-        // the last micro-batch's forward is still in m; the others are run again
-        unbiased_backward(m, r, rows + last0, n - last0, last_T, unbiased_adv);
-        for (int c0 = 0; c0 < last0; c0 += mb) {
-            int T = minibatch_forward(m, r, rows + c0, mb, NULL, NULL);
-            unbiased_backward(m, r, rows + c0, mb, T, unbiased_adv);
-        }
-        bk_download(bk, g_unb, model_grads(m), np * sizeof(float));
-        bk_upload(bk, model_grads(m), g_obj, np * sizeof(float));
-        double dot = 0, na = 0, nb = 0;
-        for (size_t j = 0; j < np; j++) {
-            dot += (double)g_obj[j] * g_unb[j];
-            na += (double)g_obj[j] * g_obj[j];
-            nb += (double)g_unb[j] * g_unb[j];
-        }
-        cosine = na > 0 && nb > 0 ? dot / sqrt(na * nb) : NAN;
-        free(g_obj);
-        free(g_unb);
-    }
-    if (st) *st = s;
-    free(rows);
-    return cosine;
-}
+#include "train_state.h"
+#include "trainlog.h"
 
 // ---------------------------------------------------------------- settings
-typedef struct {
-    const char *init;
-    int steps, P, G, M, micro, epochs, eval_every, checkpoint_every, bias_diagnostic;
-    float temperature, top_p;
-    double level_weights[WORLD_NUM_LEVELS];
-    Template template_kind;
-    RewardRule reward_rule;
-    int max_new;
-    uint64_t seed;
-} TrainSettings;
-
 static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char *err,
                           size_t errlen) {
     s->init = config_str(c, "train.init");
@@ -377,577 +61,279 @@ static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc
     return objective_from_config(c, s->max_new, oc, err, errlen);
 }
 
-// ---------------------------------------------------------------- the log's tables
-static int declare_tables(RunLog *rl, char *err, size_t errlen) {
-    return logschema_declare(rl, &LOG_KIND_TRAIN, err, errlen);
+// ---------------------------------------------------------------- the state
+void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with_ref) {
+    const int P = S->P, N = P * S->G, cap = model_config(m)->max_seq_len;
+    const size_t tok_cap = (size_t)N * S->max_new;
+    Backend *bk = model_backend(m);
+    memset(s, 0, sizeof *s);
+    s->tasks = xmalloc((size_t)P * sizeof(Task));
+    s->prompt_ids = xmalloc((size_t)P * cap * sizeof(int));
+    s->plen_p = xmalloc((size_t)P * sizeof(int));
+    s->prompts = xmalloc((size_t)N * cap * sizeof(int));
+    s->plen = xmalloc((size_t)N * sizeof(int));
+    s->prompt_ptr = xmalloc((size_t)N * sizeof(int *));
+    s->resp_ptr = xmalloc((size_t)N * sizeof(int *));
+    generation_alloc(&s->gen, N, S->max_new);
+    s->resp_text = xmalloc((size_t)S->max_new * 16 + 16);
+    s->verd = xmalloc((size_t)N * sizeof(Verdict));
+    s->rewards = xmalloc((size_t)N * sizeof(float));
+    s->adv = xmalloc((size_t)N * sizeof(float));
+    s->unbiased = xmalloc((size_t)N * sizeof(float));
+    s->gmean = xmalloc((size_t)P * sizeof(float));
+    s->gstd = xmalloc((size_t)P * sizeof(float));
+    s->d_rewards = bk_alloc(bk, (size_t)N * sizeof(float));
+    s->d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
+    s->d_gmean = bk_alloc(bk, (size_t)P * sizeof(float));
+    s->d_gstd = bk_alloc(bk, (size_t)P * sizeof(float));
+    s->kept = xmalloc((size_t)N * sizeof(int));
+    s->order = xmalloc((size_t)N * sizeof(int));
+    s->tok_off = xmalloc((size_t)N * sizeof(int));
+    s->tok_env = xmalloc(tok_cap);
+    s->logp_old = xmalloc(tok_cap * sizeof(float));
+    s->logp_ref = with_ref ? xmalloc(tok_cap * sizeof(float)) : NULL;
+    s->weights = xmalloc(tok_cap * sizeof(float));
+    s->tok_step = xmalloc(tok_cap * sizeof(int));
+    s->ws = update_workspace_create(m, S->M, S->bias_diagnostic);
 }
 
-static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *oc,
-                          const TrainSettings *s, const char *backend, const ModelConfig *mc,
-                          const char *init_fp, char *err, size_t errlen) {
-    char *text = config_to_ini(cfg), when[64], names[512] = "";
-    time_t now = time(NULL);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    for (int b = 0; b < world_num_benchmarks(); b++) {
-        if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
-        strncat(names, world_benchmark_name(b), sizeof names - strlen(names) - 1);
-    }
-    int ok = runlog_set_attr_str(rl, "kind", "train", err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "config", text, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "seed", (int64_t)s->seed, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "train.micro_batch", s->micro, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "threads", omp_get_max_threads(), err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "model.num_layers", mc->n_layers, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.preset", oc->preset, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.baseline", baseline_name(oc->baseline), err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.scale", scale_name(oc->scale), err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.std_ddof", oc->std_ddof, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.std_eps", oc->std_eps, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.aggregation", aggregation_name(oc->aggregation), err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.l_max", oc->l_max, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.eps_low", oc->eps_low, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.eps_high", oc->eps_high, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.beta", oc->beta, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0;
-    free(text);
-    return ok ? 0 : -1;
+void train_state_free(TrainState *s, Backend *bk) {
+    void *host[] = {s->tasks, s->prompt_ids, s->plen_p, s->prompts, s->plen, s->prompt_ptr,
+                    s->resp_ptr, s->resp_text, s->verd, s->rewards, s->adv, s->unbiased,
+                    s->gmean, s->gstd, s->kept, s->order, s->tok_off, s->tok_env, s->logp_old,
+                    s->logp_ref, s->weights, s->tok_step};
+    for (size_t j = 0; j < sizeof host / sizeof host[0]; j++) free(host[j]);
+    bk_free(bk, s->d_rewards);
+    bk_free(bk, s->d_adv);
+    bk_free(bk, s->d_gmean);
+    bk_free(bk, s->d_gstd);
+    generation_free(&s->gen);
+    update_workspace_free(s->ws);
+    memset(s, 0, sizeof *s);
 }
 
-// ---------------------------------------------------------------- helpers
-static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
-
-// Philox permutation of x (n) keyed by (seed, step, epoch): Fisher-Yates.
-static void shuffle(int *x, int n, uint64_t seed, int step, int epoch) {
-    uint64_t counter = (0x5348ull << 48) | ((uint64_t)(uint32_t)step << 16) | (uint64_t)(epoch & 0xffff);
-    for (int i = n - 1; i > 0; i--) {
-        uint32_t u = philox_draw(seed, counter, (uint32_t)i).v[0];
-        int j = (int)((uint64_t)u * (uint64_t)(i + 1) >> 32);
-        int t = x[i];
-        x[i] = x[j];
-        x[j] = t;
-    }
-}
-
-static int run_eval(Model *m, const Tokenizer *tk, const EvalConfig *ec, int step, RunLog *rl,
-                    char *err, size_t errlen) {
-    EvalResult res;
-    evaluate_benchmarks(m, tk, ec, &res, NULL, NULL);
-    for (int b = 0; b < res.n_bench; b++) {
-        const EvalStats *s = &res.bench[b];
-        double acc = eval_accuracy(s), lm = safe_div(s->len_sum, s->n);
-        double lc = safe_div(s->len_correct_sum, s->n_correct);
-        double li = safe_div(s->len_incorrect_sum, s->n - s->n_correct);
-        TrainEvalRow row = {.step = step, .bench = b, .accuracy = acc, .length_mean = lm,
-                            .length_correct = lc, .length_incorrect = li, .n = s->n};
-        if (runlog_append_rows(rl, &LOG_TRAIN_EVAL, 1, &row, err, errlen) != 0) return -1;
-    }
-    fprintf(stderr, "train: eval at step %d: score %.4f", step, res.score);
-    for (int b = 0; b < res.n_bench; b++)
-        fprintf(stderr, "  %s %.3f", world_benchmark_name(b), eval_accuracy(&res.bench[b]));
-    fprintf(stderr, "\n");
-    return 0;
-}
-
-// Creates the directories above path (like mkdir -p of its parent). 0, or -1 with a message.
-static int make_parent_dirs(const char *path, char *err, size_t errlen) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return set_err(err, errlen, "cannot create directory '%s' for '%s': %s", buf, path,
-                           strerror(errno));
-        *p = '/';
-    }
-    return 0;
-}
-
-// ---------------------------------------------------------------- the stored config
-// FNV-1a (64 bit) of a model's parameters as float32 bytes, as 16 hex digits: equal weights
-// give equal fingerprints, whatever file or backend they came from.
-static void params_fingerprint(Model *m, char hex[17]) {
-    size_t nb = model_num_params(m) * sizeof(float);
-    unsigned char *b = xmalloc(nb);
-    bk_download(model_backend(m), b, model_params(m), nb);
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < nb; i++) h = (h ^ b[i]) * 1099511628211ULL;
-    snprintf(hex, 17, "%016llx", (unsigned long long)h);
-    free(b);
-}
-
-int train_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen) {
+// ---------------------------------------------------------------- the run's objects
+typedef struct {
+    TrainSettings S;
+    ObjectiveConfig oc;
+    AdamWConfig opt;
     ModelConfig mc;
-    if (checkpoint_read_meta(path, &mc, NULL, NULL, NULL, NULL, NULL, err, errlen) != 0) return -1;
-    Backend *bk = backend_create(BACKEND_CPU, err, errlen);
-    if (!bk) return -1;
-    Model *m = model_create(bk, &mc);
-    int rc = checkpoint_load(path, m, 0, err, errlen);
-    if (rc == 0) params_fingerprint(m, hex);
-    model_free(m);
-    backend_destroy(bk);
+    const Tokenizer *tk;
+    Backend *bk;
+    Model *m, *ref;     // the policy; the frozen reference model (beta > 0, else NULL)
+    SamplerConfig sc;   // the rollouts' sampler
+    EvalConfig ec;      // the greedy evaluation
+    RunLog *rl;
+    char ckpt_path[4096];
+    int64_t start_step; // steps done before this call (a resumed run's checkpoint)
+} Trainer;
+
+// The settings, the base model's shape and, with resume, the checks of the run to go on
+// with. 0, or 2 with a message.
+static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path, int resume,
+                            char *err, size_t errlen) {
+    char msg[1024];
+    if (train_settings(cfg, &t->S, &t->oc, err, errlen) != 0) return 2;
+    t->opt = setup_adamw(cfg);
+    snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s.ckpt.h5", out_path);
+    if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
+        set_err(err, errlen, "train.init: %s", msg);
+        return 2;
+    }
+    t->tk = tokenizer_default();
+    if (t->mc.vocab_size != tok_vocab_size(t->tk)) {
+        set_err(err, errlen, "train.init = '%s' has model.vocab_size = %d, not the tokenizer's "
+                "%d tokens: not a model of this world", t->S.init, t->mc.vocab_size,
+                tok_vocab_size(t->tk));
+        return 2;
+    }
+    if (resume && resume_check(cfg, out_path, t->ckpt_path, &t->start_step, err, errlen) != 0) return 2;
+    return 0;
+}
+
+// The backend, the policy with train.init's weights, the sampler and the evaluation (every
+// eval prompt must fit the context with the budget, checked before the log is created), and
+// the reference model. 0, or 2 with a message.
+static int trainer_models(Trainer *t, const Config *cfg, const char *backend_override,
+                          char *err, size_t errlen) {
+    TrainSettings *S = &t->S;
+    char msg[1024];
+    t->bk = setup_backend(cfg, backend_override, 1, err, errlen);
+    if (!t->bk) return 2;
+    // train.micro_batch resolved once: 0 by backend, then at most M (M: one pass)
+    if (S->micro == 0 && t->bk->kind == BACKEND_CPU) S->micro = UPDATE_CPU_MICRO_BATCH;
+    if (S->micro == 0 || S->micro > S->M) S->micro = S->M;
+    t->m = model_create(t->bk, &t->mc);
+    if (checkpoint_load(S->init, t->m, 0, msg, sizeof msg) != 0) {
+        set_err(err, errlen, "train.init: %s", msg);
+        return 2;
+    }
+    t->sc = (SamplerConfig){.temperature = S->temperature, .top_p = S->top_p,
+                            .max_new_tokens = S->max_new, .eos_token = TOK_EOS,
+                            .stop_token = template_stop_token(t->tk, S->template_kind),
+                            .seed = S->seed, .env = setup_sampler_env(cfg)};
+    t->ec = (EvalConfig){.template_kind = S->template_kind, .reward_rule = S->reward_rule,
+                         .world_seed = (uint64_t)config_int(cfg, "world.seed"),
+                         .batch = (int)config_int(cfg, "eval.batch"),
+                         .limit = (int)config_int(cfg, "eval.limit"), .pool_seed = S->seed,
+                         .sampler = t->sc};
+    t->ec.sampler.temperature = 0.0f;  // greedy
+    t->ec.sampler.top_p = 1.0f;
+    if (S->eval_every > 0 && eval_check_prompts(t->m, t->tk, &t->ec, msg, sizeof msg) != 0) {
+        set_err(err, errlen, "%s (lower world.max_new_tokens)", msg);
+        return 2;
+    }
+    if (t->oc.beta > 0) {  // the frozen reference model is the initial policy
+        t->ref = model_create(t->bk, &t->mc);
+        model_copy_params(t->ref, t->m);
+    }
+    return 0;
+}
+
+// The run log: a new one, or with resume the checkpoint's state in the policy and the log cut
+// back to its step. 0, or an exit code with a message.
+static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path, int resume,
+                            char *err, size_t errlen) {
+    if (resume) {
+        if (resume_load(t->ckpt_path, t->m, err, errlen) != 0) return 2;
+        t->rl = resume_open_log(out_path, cfg, t->start_step, err, errlen);
+    } else {
+        char init_fp[17];
+        resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
+        t->rl = trainlog_create(out_path, cfg, &t->oc, &t->S, backend_name(t->bk->kind), &t->mc,
+                                init_fp, err, errlen);
+    }
+    if (!t->rl || trainlog_declare(t->rl, err, errlen) != 0 ||
+        runlog_start_swmr(t->rl, err, errlen) != 0)
+        return resume ? 2 : 1;
+    if (resume && resume_check_rows(t->rl, out_path, t->ckpt_path, t->start_step, err, errlen) != 0)
+        return 2;
+    return 0;
+}
+
+// Closes the log (a failure turns rc 0 into 1) and frees the models and the backend.
+static int trainer_close(Trainer *t, int rc) {
+    char err[1024];
+    if (t->rl && runlog_close(t->rl, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        if (rc == 0) rc = 1;
+    }
+    if (t->ref) model_free(t->ref);
+    if (t->m) model_free(t->m);
+    if (t->bk) backend_destroy(t->bk);
     return rc;
 }
 
-int train_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
-                             char *msg, size_t msglen) {
-    char err[768];
-    RunLogReader *rd = runlog_reader_open(run_path, err, sizeof err);
-    if (!rd) {
-        set_err(msg, msglen, "%s", err);
-        return -1;
+// ---------------------------------------------------------------- one step
+static int train_eval(Trainer *t, int step, char *err, size_t errlen) {
+    EvalResult res;
+    evaluate_benchmarks(t->m, t->tk, &t->ec, &res, NULL, NULL);
+    return trainlog_write_eval(t->rl, step, &res, err, errlen) == 0 ? 0 : 1;
+}
+
+// One RL step: the rollout and its scores, the update, the step's rows in the log (row: its
+// /train row). 0, or an exit code with a message.
+static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *err,
+                      size_t errlen) {
+    const TrainSettings *S = &t->S;
+    double t0 = wall_time();
+    if (rollout_collect(s, S, t->m, t->tk, &t->sc, step, err, errlen) != 0) return 2;
+    rollout_score(s, S, t->tk, step);
+    rollout_advantages(s, S, t->bk, &t->oc);
+    double t1 = wall_time();
+    Rollout r = rollout_view(s, t->sc.env != NULL);
+    EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
+                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step};
+    UpdateStats us;
+    update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
+                  s->order, s->weights, s->unbiased, &us);
+    double t2 = wall_time();
+    trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
+    return trainlog_write_step(t->rl, row, S, s, err, errlen) == 0 ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- progress
+static void print_start(const Trainer *t) {
+    const TrainSettings *S = &t->S;
+    const ObjectiveConfig *oc = &t->oc;
+    char micro_text[64] = "one pass";
+    if (S->micro < S->M) snprintf(micro_text, sizeof micro_text, "micro-batches of %d", S->micro);
+    fprintf(stderr, "train: %zu parameters from %s, objective %s (baseline %s, scale %s, "
+            "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d "
+            "(%s), %d epoch(s), backend %s\n", model_num_params(t->m), S->init, oc->preset,
+            baseline_name(oc->baseline), scale_name(oc->scale), aggregation_name(oc->aggregation),
+            oc->eps_low, oc->eps_high, oc->beta, (long long)t->start_step, S->steps, S->P, S->G,
+            S->M, micro_text, S->epochs, backend_name(t->bk->kind));
+}
+
+static void print_step(const TrainSettings *S, const TrainRow *row, double elapsed, int steps_run) {
+    double step_s = row->rollout_seconds + row->update_seconds;
+    double eta = elapsed / steps_run * (S->steps - row->step - 1);
+    fprintf(stderr, "train step %4d/%d  reward %.3f  len %.1f (correct %.1f, incorrect %.1f)  "
+            "clip %.3f/%.3f  gnorm %.3f  bias_cos %.3f  %6.0f tok/s  %.1f s/step  ETA %.0fs\n",
+            row->step + 1, S->steps, row->reward_mean, row->length_mean, row->length_correct,
+            row->length_incorrect, row->clip_frac_low, row->clip_frac_high, row->grad_norm,
+            row->bias_cosine, row->tokens / step_s, step_s, eta);
+}
+
+// The throughput figures of docs/benchmarks.md.
+static void print_totals(int steps_run, double tokens, double rollout_s, double update_s,
+                         double run_s) {
+    if (steps_run == 0) return;
+    fprintf(stderr, "train: %d steps: rollout %.0f tokens/s, update %.0f tokens/s "
+            "(generated tokens over sampling+scoring / update wall time), %.2f s/step\n",
+            steps_run, tokens / rollout_s, tokens / update_s, run_s / steps_run);
+}
+
+// ---------------------------------------------------------------- the loop
+static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
+    const TrainSettings *S = &t->S;
+    char err[1024];
+    TrainState st;
+    train_state_alloc(&st, S, t->m, t->ref != NULL);
+    print_start(t);
+    double t_run = wall_time(), rollout_s = 0, update_s = 0, tokens = 0;
+    int rc = 0, steps_run = 0;
+    for (int step = (int)t->start_step; step <= S->steps && rc == 0; step++) {
+        if (S->eval_every > 0 && (step % S->eval_every == 0 || step == S->steps))
+            rc = train_eval(t, step, err, sizeof err);
+        if (rc || step == S->steps) break;
+        TrainRow row;
+        rc = train_step(t, &st, step, &row, err, sizeof err);
+        if (rc) break;
+        steps_run++;
+        rollout_s += row.rollout_seconds;
+        update_s += row.update_seconds;
+        tokens += (double)row.tokens;
+        if (stats) {
+            if (steps_run == 1) stats->first_reward_mean = row.reward_mean;
+            stats->last_reward_mean = row.reward_mean;
+            stats->tokens += row.tokens;
+            stats->steps_done = step + 1;
+        }
+        print_step(S, &row, wall_time() - t_run, steps_run);
+        int done = step + 1;  // the log is flushed up to this step before the checkpoint
+        if ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps)
+            if (resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, err, sizeof err) != 0)
+                rc = 1;
     }
-    char *text = runlog_read_attr_str(rd, "config", err, sizeof err);
-    // logs written before init_fingerprint existed are not compared on the weights
-    char *then_fp = text && runlog_reader_has_attr(rd, "init_fingerprint")
-                        ? runlog_read_attr_str(rd, "init_fingerprint", err, sizeof err) : NULL;
-    runlog_reader_close(rd);
-    if (!text) {
-        set_err(msg, msglen, "%s: no stored config (attribute 'config'): %s", run_path, err);
-        return -1;
-    }
-    Config *then = config_from_stored(text, run_path, msg, msglen);
-    free(text);
-    if (!then) {
-        free(then_fp);
-        return -1;
-    }
-    // keys that change what a run computes at most in rounding (threads: OpenBLAS's threaded
-    // sgemm sums in another order; backend) or not at all (output path); train.steps may grow
-    // when a run is resumed to go on for longer
-    const char *ignore[] = {"run.threads", "run.backend", "run.out", "train.steps"};
-    int n_ignore = allow_more_steps ? 4 : 3;
-    char diff[600];
-    int n = config_diff(then, now, ignore, n_ignore, diff, sizeof diff);
-    if (n == 0 && allow_more_steps && config_int(now, "train.steps") < config_int(then, "train.steps"))
-        n = 1, snprintf(diff, sizeof diff, "train.steps = %lld vs %lld (fewer)",
-                        (long long)config_int(then, "train.steps"), (long long)config_int(now, "train.steps"));
-    config_free(then);
-    if (n > 0) {
-        set_err(msg, msglen, "%s was trained with another config (%d key%s differ%s, stored vs now): %s",
-                run_path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
-        free(then_fp);
-        return 1;
-    }
-    // the same train.init path can hold other weights (a base model pretrained again)
-    if (!then_fp) return 0;
-    const char *init = config_str(now, "train.init");
-    char now_fp[17];
-    int rc = 0;
-    if (train_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
-        set_err(msg, msglen, "train.init: %s", err);
-        rc = -1;
-    } else if (strcmp(then_fp, now_fp) != 0) {
-        set_err(msg, msglen, "%s was trained from other weights than train.init = '%s' holds now "
-                "(init_fingerprint %s in the run, %s now: the base model was made again)",
-                run_path, init, then_fp, now_fp);
-        rc = 1;
-    }
-    free(then_fp);
+    if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
+    if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
+    print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);
+    train_state_free(&st, t->bk);
     return rc;
 }
 
-// ---------------------------------------------------------------- the run
 int train_run(const Config *cfg, const char *backend_override, const char *out_path, int resume,
               TrainStats *stats) {
     char err[1024];
     if (stats) memset(stats, 0, sizeof *stats);
-    TrainSettings S;
-    ObjectiveConfig oc;
-    if (train_settings(cfg, &S, &oc, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        return 2;
-    }
-    char ckpt_path[4096];
-    snprintf(ckpt_path, sizeof ckpt_path, "%s.ckpt.h5", out_path);
-    ModelConfig mc;
-    if (checkpoint_read_meta(S.init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: train.init: %s\n", err);
-        return 2;
-    }
-    const Tokenizer *tk = tokenizer_default();
-    if (mc.vocab_size != tok_vocab_size(tk)) {
-        fprintf(stderr, "grpolab: error: train.init = '%s' has model.vocab_size = %d, not the "
-                "tokenizer's %d tokens: not a model of this world\n", S.init, mc.vocab_size,
-                tok_vocab_size(tk));
-        return 2;
-    }
-    int64_t start_step = 0;
-    if (resume) {  // going on with other settings would mix two configs in one log
-        int same = train_compare_run_config(out_path, cfg, 1, err, sizeof err);
-        if (same != 0) {
-            fprintf(stderr, "grpolab: error: --resume: %s%s\n", err,
-                    same > 0 ? " (resume with the settings and base model the run started with, or start a new run)" : "");
-            return 2;
-        }
-    }
-    if (resume && checkpoint_read_meta(ckpt_path, NULL, NULL, NULL, NULL, &start_step, NULL, err,
-                                       sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: --resume: %s\n", err);
-        return 2;
-    }
-    Backend *bk = setup_backend(cfg, backend_override, 1, err, sizeof err);
-    if (!bk) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        return 2;
-    }
-    // train.micro_batch resolved once: 0 by backend, then at most M (M: one pass)
-    if (S.micro == 0 && bk->kind == BACKEND_CPU) S.micro = TRAIN_CPU_MICRO_BATCH;
-    if (S.micro == 0 || S.micro > S.M) S.micro = S.M;
-    Model *m = model_create(bk, &mc), *ref = NULL;
-    int rc = 0;
-    RunLog *rl = NULL;
-    if (checkpoint_load(S.init, m, 0, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: train.init: %s\n", err);
-        model_free(m);
-        backend_destroy(bk);
-        return 2;
-    }
-    // the rollout sampler, and the greedy evaluation: every eval prompt must fit the context
-    // with the budget, checked before the log is created (not a die() at the first eval)
-    SamplerConfig sc = {.temperature = S.temperature, .top_p = S.top_p, .max_new_tokens = S.max_new,
-                        .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, S.template_kind),
-                        .seed = S.seed, .env = setup_sampler_env(cfg)};
-    EvalConfig ec = {.template_kind = S.template_kind, .reward_rule = S.reward_rule,
-                     .world_seed = (uint64_t)config_int(cfg, "world.seed"),
-                     .batch = (int)config_int(cfg, "eval.batch"), .limit = (int)config_int(cfg, "eval.limit"),
-                     .pool_seed = S.seed, .sampler = sc};
-    ec.sampler.temperature = 0.0f;  // greedy
-    ec.sampler.top_p = 1.0f;
-    if (S.eval_every > 0 && eval_check_prompts(m, tk, &ec, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
-        model_free(m);
-        backend_destroy(bk);
-        return 2;
-    }
-    if (oc.beta > 0) {  // the frozen reference model is the initial policy
-        ref = model_create(bk, &mc);
-        model_copy_params(ref, m);
-    }
-    if (resume && checkpoint_load(ckpt_path, m, 1, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: --resume: %s\n", err);
-        rc = 2;
-        goto done;
-    }
-    if (resume) {
-        rl = runlog_open_resume(out_path, "step", start_step, err, sizeof err);
-        // the stored config becomes the one the run goes on with (it can differ only in
-        // threads, backend, output path and a larger train.steps: see above)
-        char *text = rl ? config_to_ini(cfg) : NULL;
-        if (text && runlog_set_attr_str(rl, "config", text, err, sizeof err) != 0) {
-            runlog_close(rl, NULL, 0);
-            rl = NULL;
-        }
-        free(text);
-    } else {
-        rl = make_parent_dirs(out_path, err, sizeof err) == 0 ? runlog_create(out_path, 1, err, sizeof err) : NULL;
-        char init_fp[17];
-        params_fingerprint(m, init_fp);  // m holds train.init's weights here
-        if (rl && set_root_attrs(rl, cfg, &oc, &S, backend_name(bk->kind), &mc, init_fp, err, sizeof err) != 0) {
-            fprintf(stderr, "grpolab: error: %s\n", err);
-            rc = 1;
-            goto done;
-        }
-    }
-    if (!rl || declare_tables(rl, err, sizeof err) != 0 || runlog_start_swmr(rl, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        rc = resume ? 2 : 1;
-        goto done;
-    }
-    if (resume && runlog_rows(rl, "train") != start_step) {
-        fprintf(stderr, "grpolab: error: --resume: %s holds %lld /train rows before step %lld "
-                "(expected one per step): the log and the checkpoint %s do not match\n", out_path,
-                (long long)runlog_rows(rl, "train"), (long long)start_step, ckpt_path);
-        rc = 2;
-        goto done;
-    }
-
-    {
-        const int P = S.P, G = S.G, N = P * G, M = S.M, max_new = S.max_new;
-        const int cap = mc.max_seq_len;
-        AdamWConfig opt = setup_adamw(cfg);
-        Task *tasks = xmalloc((size_t)P * sizeof(Task));
-        int *prompt_ids = xmalloc((size_t)P * cap * sizeof(int)), *plen_p = xmalloc((size_t)P * sizeof(int));
-        int *prompts = xmalloc((size_t)N * cap * sizeof(int)), *plen = xmalloc((size_t)N * sizeof(int));
-        const int **prompt_ptr = xmalloc((size_t)N * sizeof(int *)), **resp_ptr = xmalloc((size_t)N * sizeof(int *));
-        float *rewards = xmalloc((size_t)N * sizeof(float)), *adv = xmalloc((size_t)N * sizeof(float));
-        float *unbiased = xmalloc((size_t)N * sizeof(float));
-        float *gmean = xmalloc((size_t)P * sizeof(float)), *gstd = xmalloc((size_t)P * sizeof(float));
-        float *d_rewards = bk_alloc(bk, (size_t)N * sizeof(float)), *d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
-        float *d_gmean = bk_alloc(bk, (size_t)P * sizeof(float)), *d_gstd = bk_alloc(bk, (size_t)P * sizeof(float));
-        int *tok_off = xmalloc((size_t)N * sizeof(int)), *kept = xmalloc((size_t)N * sizeof(int));
-        int *order = xmalloc((size_t)N * sizeof(int));
-        Verdict *verd = xmalloc((size_t)N * sizeof(Verdict));
-        size_t tok_cap = (size_t)N * max_new;
-        float *logp_old = xmalloc(tok_cap * sizeof(float)), *logp_ref = ref ? xmalloc(tok_cap * sizeof(float)) : NULL;
-        float *weights = xmalloc(tok_cap * sizeof(float));
-        int *tok_step = xmalloc(tok_cap * sizeof(int));
-        unsigned char *tok_env = xmalloc(tok_cap);
-        char *resp_text = xmalloc((size_t)max_new * 16 + 16), text[1024];
-        Generation gen;
-        generation_alloc(&gen, N, max_new);
-        double t_run = wall_time(), sum_rollout_s = 0, sum_update_s = 0, sum_tokens = 0;
-        char micro_text[64] = "one pass";
-        if (S.micro < M) snprintf(micro_text, sizeof micro_text, "micro-batches of %d", S.micro);
-        fprintf(stderr, "train: %zu parameters from %s, objective %s (baseline %s, scale %s, "
-                "aggregation %s, eps %.2f/%.2f, beta %g), steps %lld..%d, P %d x G %d, minibatch %d "
-                "(%s), %d epoch(s), backend %s\n", model_num_params(m), S.init, oc.preset,
-                baseline_name(oc.baseline), scale_name(oc.scale), aggregation_name(oc.aggregation),
-                oc.eps_low, oc.eps_high, oc.beta, (long long)start_step, S.steps, P, G, M,
-                micro_text, S.epochs, backend_name(bk->kind));
-        int steps_run = 0;
-        for (int step = (int)start_step; step <= S.steps && rc == 0; step++) {
-            if (S.eval_every > 0 && (step % S.eval_every == 0 || step == S.steps)) {
-                if (run_eval(m, tk, &ec, step, rl, err, sizeof err) != 0) {
-                    fprintf(stderr, "grpolab: error: %s\n", err);
-                    rc = 1;
-                    break;
-                }
-            }
-            if (step == S.steps) break;
-            double t0 = wall_time();
-            // ---- rollout: P tasks x G responses
-            int Tp = 1;
-            for (int p = 0; p < P; p++) {
-                world_train_task_mix(S.seed, (int64_t)step * P + p, S.level_weights, &tasks[p]);
-                if (template_prompt(S.template_kind, &tasks[p], text, sizeof text) < 0)
-                    die("train: prompt of '%s' does not fit", tasks[p].question);
-                plen_p[p] = tok_encode(tk, text, prompt_ids + (size_t)p * cap, cap, err, sizeof err);
-                if (plen_p[p] < 0) die("train: cannot tokenize prompt '%s': %s", text, err);
-                if (sampler_fits(m, &sc, plen_p[p], err, sizeof err) != 0) {
-                    fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
-                    rc = 2;
-                    break;
-                }
-                if (plen_p[p] > Tp) Tp = plen_p[p];
-            }
-            if (rc) break;
-            for (int i = 0; i < N; i++) {
-                int p = i / G;
-                plen[i] = plen_p[p];
-                memset(prompts + (size_t)i * Tp, 0, (size_t)Tp * sizeof(int));
-                memcpy(prompts + (size_t)i * Tp, prompt_ids + (size_t)p * cap, (size_t)plen_p[p] * sizeof(int));
-                prompt_ptr[i] = prompt_ids + (size_t)p * cap;
-            }
-            sampler_generate(m, &sc, prompts, plen, N, Tp, (uint64_t)step * N, &gen);
-            int n_tok = 0, n_correct = 0, n_trunc = 0, n_loop = 0, n_dis = 0, n_check = 0;
-            double len_sum = 0, len_c = 0, len_i = 0, rew_sum = 0;
-            for (int i = 0; i < N; i++) {
-                const int *toks = gen.tokens + (size_t)i * gen.max_new;
-                resp_ptr[i] = toks;
-                if (tok_decode(tk, toks, gen.length[i], resp_text, (size_t)max_new * 16 + 16) < 0)
-                    die("train: cannot decode a response");
-                verify_response(S.template_kind, &tasks[i / G], resp_text, gen.stopped[i], &verd[i]);
-                verdict_apply_rule(&verd[i], resp_text, S.reward_rule);
-                rewards[i] = (float)verd[i].reward;
-                tok_off[i] = n_tok;
-                memcpy(tok_env + n_tok, gen.env + (size_t)i * gen.max_new, (size_t)gen.length[i]);
-                n_tok += gen.length[i];
-                len_sum += gen.length[i];
-                rew_sum += rewards[i];
-                if (verd[i].reward) {
-                    n_correct++;
-                    len_c += gen.length[i];
-                } else {
-                    len_i += gen.length[i];
-                }
-                n_trunc += verd[i].truncated;
-                n_loop += verd[i].looped;
-                n_dis += verd[i].disagreement;
-                n_check += verd[i].self_checked;
-            }
-            // advantages on the backend (the verifier's rewards come from the host; the
-            // advantages and group statistics go back for the minibatches and the log)
-            bk_upload(bk, d_rewards, rewards, (size_t)N * sizeof(float));
-            kn_group_advantages(bk, d_adv, d_gmean, d_gstd, d_rewards, P, G, &oc);
-            bk_download(bk, adv, d_adv, (size_t)N * sizeof(float));
-            bk_download(bk, gmean, d_gmean, (size_t)P * sizeof(float));
-            bk_download(bk, gstd, d_gstd, (size_t)P * sizeof(float));
-            int n_kept = 0, n_mixed = 0;
-            for (int p = 0; p < P; p++) {
-                int mixed = 0;
-                for (int g = 1; g < G; g++) mixed |= rewards[p * G + g] != rewards[p * G];
-                n_mixed += mixed;
-                for (int g = 0; g < G; g++) {
-                    int i = p * G + g;
-                    unbiased[i] = rewards[i] - gmean[p];
-                    if (mixed || !oc.dynamic_sampling) kept[n_kept++] = i;
-                }
-            }
-            for (int j = 0; j < n_tok; j++) {
-                weights[j] = 0.0f;
-                tok_step[j] = step;
-                logp_old[j] = NAN;
-            }
-            double t1 = wall_time();
-            // ---- update: old log-probs, then epochs of minibatches
-            Rollout r = {.n = N, .prompt = prompt_ptr, .prompt_len = plen, .resp = resp_ptr,
-                         .resp_len = gen.length, .advantage = adv, .tok_offset = tok_off,
-                         .logp_old = logp_old, .logp_ref = logp_ref, .env = sc.env ? tok_env : NULL};
-            double loss_sum = 0, gnorm_sum = 0, kl_sum = 0, ent_sum = 0, cosine = NAN;
-            long long upd_tok = 0, clip_lo = 0, clip_hi = 0, ent_tok = 0;
-            int n_updates = 0;
-            // minibatches of M kept responses; with dynamic sampling the last one may be
-            // smaller (its c_i then uses its own size)
-            for (int epoch = 0; epoch < S.epochs && n_kept > 0; epoch++) {
-                memcpy(order, kept, (size_t)n_kept * sizeof(int));
-                shuffle(order, n_kept, S.seed, step, epoch);
-                if (epoch == 0)
-                    for (int k0 = 0; k0 < n_kept; k0 += M)
-                        train_old_logp(m, ref, &r, order + k0, n_kept - k0 < M ? n_kept - k0 : M,
-                                       S.micro);
-                for (int k0 = 0; k0 < n_kept; k0 += M) {
-                    int n = n_kept - k0 < M ? n_kept - k0 : M;
-                    MinibatchStats st;
-                    model_zero_grad(m);
-                    int diag = S.bias_diagnostic && epoch == 0 && k0 == 0;
-                    double cs = train_minibatch_gradient(m, &oc, &r, order + k0, n, S.micro,
-                                                         epoch == 0 ? weights : NULL,
-                                                         diag ? unbiased : NULL, &st);
-                    if (diag) cosine = cs;
-                    gnorm_sum += model_adamw_step(m, &opt);
-                    loss_sum += st.loss;
-                    kl_sum += st.kl_sum;
-                    upd_tok += st.tokens;
-                    clip_lo += st.clipped_low;
-                    clip_hi += st.clipped_high;
-                    if (epoch == 0) {
-                        ent_sum += st.entropy_sum;
-                        ent_tok += st.tokens;
-                    }
-                    n_updates++;
-                }
-            }
-            double t2 = wall_time();
-            // ---- log
-            double reward_mean = rew_sum / N, length_mean = len_sum / N;
-            double lc = safe_div(len_c, n_correct), li = safe_div(len_i, N - n_correct);
-            double trunc_rate = (double)n_trunc / N, loop_rate = (double)n_loop / N;
-            double dis_rate = (double)n_dis / N, check_rate = (double)n_check / N;
-            double loss = n_updates ? loss_sum / n_updates : 0, gnorm = n_updates ? gnorm_sum / n_updates : 0;
-            double cf_lo = upd_tok ? (double)clip_lo / upd_tok : 0, cf_hi = upd_tok ? (double)clip_hi / upd_tok : 0;
-            double kl = oc.beta > 0 && upd_tok ? kl_sum / upd_tok : 0.0;
-            double ent = ent_tok ? ent_sum / ent_tok : NAN, lr = opt.lr;
-            int64_t ntok64 = n_tok;
-            double ro_s = t1 - t0, up_s = t2 - t1, mixed_frac = (double)n_mixed / P;
-            sum_rollout_s += ro_s;
-            sum_update_s += up_s;
-            sum_tokens += n_tok;
-            TrainRow trow = {.step = step, .reward_mean = reward_mean, .length_mean = length_mean,
-                             .length_correct = lc, .length_incorrect = li,
-                             .truncation_rate = trunc_rate, .loop_rate = loop_rate,
-                             .disagreement_rate = dis_rate, .selfcheck_rate = check_rate,
-                             .loss = loss, .grad_norm = gnorm, .clip_frac_low = cf_lo,
-                             .clip_frac_high = cf_hi, .kl = kl, .entropy = ent, .lr = lr,
-                             .tokens = ntok64, .rollout_seconds = ro_s, .update_seconds = up_s,
-                             .mixed_group_frac = mixed_frac, .bias_cosine = cosine};
-            int ok = runlog_append_rows(rl, &LOG_TRAIN, 1, &trow, err, sizeof err) == 0;
-            for (int p = 0; ok && p < P; p++) {
-                QuestionRow q = {.step = step, .question_index = (int64_t)step * P + p,
-                                 .level = tasks[p].level, .group_size = G,
-                                 .reward_mean = gmean[p], .reward_std = gstd[p]};
-                for (int g = 0; g < G; g++) {
-                    int i = p * G + g;
-                    q.mean_abs_advantage += fabs(adv[i]) / G;
-                    for (int t = 0; t < gen.length[i]; t++) q.sum_abs_weight += fabs(weights[tok_off[i] + t]);
-                }
-                ok = runlog_append_rows(rl, &LOG_QUESTIONS, 1, &q, err, sizeof err) == 0;
-            }
-            int64_t tok_base = runlog_rows(rl, "tokens");
-            for (int i = 0; ok && i < N; i++) {
-                const Verdict *v = &verd[i];
-                ResponseRow rr = {.step = step, .question_index = (int64_t)step * P + i / G,
-                                  .level = tasks[i / G].level, .length = gen.length[i],
-                                  .reward = v->reward, .correct = v->correct,
-                                  .truncated = v->truncated, .advantage = adv[i],
-                                  .self_checked = v->self_checked, .disagreement = v->disagreement,
-                                  .looped = v->looped, .gave_up = v->gave_up,
-                                  .token_offset = tok_base + tok_off[i]};
-                ok = runlog_append_rows(rl, &LOG_RESPONSES, 1, &rr, err, sizeof err) == 0;
-            }
-            TokenColumns tc = {.step = tok_step, .weight = weights, .logp_old = logp_old};
-            if (ok) ok = runlog_append_columns(rl, &LOG_TOKENS, n_tok, &tc, err, sizeof err) == 0;
-            if (ok) ok = runlog_flush(rl, err, sizeof err) == 0;
-            if (!ok) {
-                fprintf(stderr, "grpolab: error: %s\n", err);
-                rc = 1;
-                break;
-            }
-            steps_run++;
-            if (stats) {
-                if (steps_run == 1) stats->first_reward_mean = reward_mean;
-                stats->last_reward_mean = reward_mean;
-                stats->tokens += n_tok;
-                stats->steps_done = step + 1;
-            }
-            double elapsed = wall_time() - t_run, eta = elapsed / steps_run * (S.steps - step - 1);
-            fprintf(stderr, "train step %4d/%d  reward %.3f  len %.1f (correct %.1f, incorrect %.1f)  "
-                    "clip %.3f/%.3f  gnorm %.3f  bias_cos %.3f  %6.0f tok/s  %.1f s/step  ETA %.0fs\n",
-                    step + 1, S.steps, reward_mean, length_mean, lc, li, cf_lo, cf_hi, gnorm, cosine,
-                    n_tok / (t2 - t0), t2 - t0, eta);
-            int done_steps = step + 1;
-            if ((S.checkpoint_every > 0 && done_steps % S.checkpoint_every == 0) || done_steps == S.steps) {
-                // the log is flushed up to this step (above) before the checkpoint is saved
-                char *cfg_text = config_to_ini(cfg);
-                const char *vocab[256];
-                int nv = tok_vocab_size(tk);
-                for (int v = 0; v < nv; v++) vocab[v] = tok_str(tk, v);
-                CkptInfo info = {.vocab = vocab, .n_vocab = nv, .config_text = cfg_text,
-                                 .step = done_steps, .with_optimizer = 1};
-                if (checkpoint_save(ckpt_path, m, &info, err, sizeof err) != 0) {
-                    fprintf(stderr, "grpolab: error: %s\n", err);
-                    rc = 1;
-                }
-                free(cfg_text);
-            }
-        }
-        if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
-        if (steps_run)  // the throughput figures of docs/benchmarks.md
-            fprintf(stderr, "train: %d steps: rollout %.0f tokens/s, update %.0f tokens/s "
-                    "(generated tokens over sampling+scoring / update wall time), %.2f s/step\n",
-                    steps_run, sum_tokens / sum_rollout_s, sum_tokens / sum_update_s,
-                    (wall_time() - t_run) / steps_run);
-        generation_free(&gen);
-        free(tasks);
-        free(prompt_ids);
-        free(plen_p);
-        free(prompts);
-        free(plen);
-        free(prompt_ptr);
-        free(resp_ptr);
-        free(rewards);
-        free(adv);
-        free(unbiased);
-        free(gmean);
-        free(gstd);
-        bk_free(bk, d_rewards);
-        bk_free(bk, d_adv);
-        bk_free(bk, d_gmean);
-        bk_free(bk, d_gstd);
-        free(tok_off);
-        free(kept);
-        free(order);
-        free(verd);
-        free(logp_old);
-        free(logp_ref);
-        free(weights);
-        free(tok_step);
-        free(tok_env);
-        free(resp_text);
-    }
-done:
-    if (rl && runlog_close(rl, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        if (rc == 0) rc = 1;
-    }
-    if (ref) model_free(ref);
-    model_free(m);
-    backend_destroy(bk);
-    return rc;
+    Trainer t;
+    memset(&t, 0, sizeof t);
+    int rc = trainer_settings(&t, cfg, out_path, resume, err, sizeof err);
+    if (rc == 0) rc = trainer_models(&t, cfg, backend_override, err, sizeof err);
+    if (rc == 0) rc = trainer_open_log(&t, cfg, out_path, resume, err, sizeof err);
+    if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
+    else rc = train_loop(&t, cfg, stats);
+    return trainer_close(&t, rc);
 }

@@ -1,0 +1,62 @@
+// train_state.h: what the trainer's units share: the resolved [train] settings of a run
+// (TrainSettings) and every per-step buffer, host and device (TrainState), sized once per run
+// by train_state_alloc (train.c) from P, G, M, world.max_new_tokens and the model's
+// max_seq_len. The phases that fill it: rollout.h (tasks, responses, scores, advantages),
+// update.h (old log-probs, token weights, the parameters), trainlog.h (the run log).
+#ifndef GRPOLAB_TRAIN_STATE_H
+#define GRPOLAB_TRAIN_STATE_H
+
+#include <stdint.h>
+
+#include "sampler.h"
+#include "template.h"
+#include "update.h"
+#include "world.h"
+
+typedef struct {
+    const char *init;  // train.init: the base model's checkpoint
+    int steps, P, G, M, micro, epochs, eval_every, checkpoint_every, bias_diagnostic;
+    float temperature, top_p;
+    double level_weights[WORLD_NUM_LEVELS];
+    Template template_kind;
+    RewardRule reward_rule;
+    int max_new;
+    uint64_t seed;
+} TrainSettings;
+
+// The counts of one step's rollout, summed over its N = P*G responses.
+typedef struct {
+    int n_tok, n_correct, n_trunc, n_loop, n_dis, n_check;
+    double len_sum, len_correct, len_incorrect, reward_sum;
+    int n_mixed;  // groups whose rewards are not all equal
+    int n_kept;   // responses in the update (all of them without dynamic sampling)
+} RolloutStats;
+
+typedef struct {
+    // the rollout: P tasks x G responses (response i answers task i / G)
+    Task *tasks;                         // (P)
+    int *prompt_ids, *plen_p;            // (P, max_seq_len) each task's prompt tokens, (P)
+    int *prompts, *plen;                 // (N, Tp) the sampler's right-padded prompts, (N)
+    const int **prompt_ptr, **resp_ptr;  // (N) each response's prompt and its tokens
+    Generation gen;                      // the sampled responses (N, max_new)
+    char *resp_text;                     // one response decoded for the verifier
+    Verdict *verd;                       // (N)
+    // the scores
+    float *rewards, *adv;                // (N) r_i, A_i
+    float *unbiased;                     // (N) r_i - group mean: the bias diagnostic's advantage
+    float *gmean, *gstd;                 // (P) each group's reward mean and std
+    float *d_rewards, *d_adv, *d_gmean, *d_gstd;  // device copies for kn_group_advantages
+    int *kept, *order;                   // (N) responses of the update; an epoch's shuffle of them
+    // per token of the step's responses, response i at tok_off[i] .. + gen.length[i] - 1
+    int *tok_off;                        // (N)
+    unsigned char *tok_env;              // (N * max_new) 1: written by the environment
+    float *logp_old, *logp_ref, *weights;  // (N * max_new); logp_ref NULL without beta
+    int *tok_step;                       // (N * max_new) the step, a column of /tokens
+    RolloutStats rs;
+    UpdateWorkspace *ws;                 // the update's buffers
+} TrainState;
+
+void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with_ref);
+void train_state_free(TrainState *s, Backend *bk);
+
+#endif

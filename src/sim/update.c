@@ -1,0 +1,372 @@
+// update.c: the policy update (update.h). Every formula of the objectives is in objective.h
+// (run by kn_token_weights); this file packs minibatches, runs the passes and sums statistics.
+#include "update.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "../kernels/philox.h"
+#include "tokenizer.h"
+
+struct UpdateWorkspace {
+    Backend *bk;
+    int max_rows, max_T;
+    size_t n_params;  // of the gradient copies g_obj, g_unb (0: no bias diagnostic)
+    // host: the rows of a pass, its packed sequences and the forward's outputs (rows, T)
+    int *rows, *tokens, *targets, *lengths;
+    float *logp, *entropy;
+    // host: kn_token_weights' inputs in the (rows, T) layout, and its outputs
+    float *old_h, *ref_h, *adv_h;
+    int *start_h, *len_h;
+    unsigned char *env_h;
+    float *w, *loss, *kl, *coef;
+    int *clip_low, *clip_high;
+    float *g_obj, *g_unb;
+    // device: the same inputs and outputs, and dL/dlogp of the backward
+    float *d_logp_old, *d_logp_ref, *d_adv, *d_w, *d_loss, *d_kl, *d_coef, *d_dlogp;
+    int *d_start, *d_len, *d_clip_low, *d_clip_high;
+    unsigned char *d_env;
+};
+
+// The workspace's buffers and their sizes in bytes: host (xmalloc) and device (bk_alloc).
+typedef struct {
+    void **p;
+    size_t bytes;
+} Buffer;
+
+static size_t host_buffers(UpdateWorkspace *ws, Buffer *b) {
+    size_t R = (size_t)ws->max_rows, NT = R * (size_t)ws->max_T, np = ws->n_params;
+    size_t fb = NT * sizeof(float), ib = NT * sizeof(int), rf = R * sizeof(float), ri = R * sizeof(int);
+    Buffer all[] = {
+        {(void **)&ws->rows, ri},     {(void **)&ws->tokens, ib},    {(void **)&ws->targets, ib},
+        {(void **)&ws->lengths, ri},  {(void **)&ws->logp, fb},      {(void **)&ws->entropy, fb},
+        {(void **)&ws->old_h, fb},    {(void **)&ws->ref_h, fb},     {(void **)&ws->adv_h, rf},
+        {(void **)&ws->start_h, ri},  {(void **)&ws->len_h, ri},     {(void **)&ws->env_h, NT},
+        {(void **)&ws->w, fb},        {(void **)&ws->loss, fb},      {(void **)&ws->kl, fb},
+        {(void **)&ws->coef, rf},     {(void **)&ws->clip_low, ri},  {(void **)&ws->clip_high, ri},
+        {(void **)&ws->g_obj, np * sizeof(float)}, {(void **)&ws->g_unb, np * sizeof(float)},
+    };
+    memcpy(b, all, sizeof all);
+    return sizeof all / sizeof all[0];
+}
+
+static size_t device_buffers(UpdateWorkspace *ws, Buffer *b) {
+    size_t R = (size_t)ws->max_rows, NT = R * (size_t)ws->max_T;
+    size_t fb = NT * sizeof(float), rf = R * sizeof(float), ri = R * sizeof(int);
+    Buffer all[] = {
+        {(void **)&ws->d_logp_old, fb}, {(void **)&ws->d_logp_ref, fb}, {(void **)&ws->d_adv, rf},
+        {(void **)&ws->d_w, fb},        {(void **)&ws->d_loss, fb},     {(void **)&ws->d_kl, fb},
+        {(void **)&ws->d_coef, rf},     {(void **)&ws->d_dlogp, fb},    {(void **)&ws->d_start, ri},
+        {(void **)&ws->d_len, ri},      {(void **)&ws->d_clip_low, ri}, {(void **)&ws->d_clip_high, ri},
+        {(void **)&ws->d_env, NT},
+    };
+    memcpy(b, all, sizeof all);
+    return sizeof all / sizeof all[0];
+}
+
+enum { MAX_BUFFERS = 32 };
+
+UpdateWorkspace *update_workspace_create(Model *m, int max_rows, int bias_diagnostic) {
+    UpdateWorkspace *ws = xcalloc(1, sizeof *ws);
+    ws->bk = model_backend(m);
+    ws->max_rows = max_rows > 0 ? max_rows : 1;
+    ws->max_T = model_config(m)->max_seq_len;
+    ws->n_params = bias_diagnostic ? model_num_params(m) : 0;
+    Buffer b[MAX_BUFFERS];
+    for (size_t j = 0, n = host_buffers(ws, b); j < n; j++) *b[j].p = b[j].bytes ? xmalloc(b[j].bytes) : NULL;
+    for (size_t j = 0, n = device_buffers(ws, b); j < n; j++) *b[j].p = bk_alloc(ws->bk, b[j].bytes);
+    return ws;
+}
+
+void update_workspace_free(UpdateWorkspace *ws) {
+    if (!ws) return;
+    Buffer b[MAX_BUFFERS];
+    for (size_t j = 0, n = host_buffers(ws, b); j < n; j++) free(*b[j].p);
+    for (size_t j = 0, n = device_buffers(ws, b); j < n; j++) bk_free(ws->bk, *b[j].p);
+    free(ws);
+}
+
+// ---------------------------------------------------------------- forward passes
+
+// Packs the rows idx[0..n) into right-padded (prompt + response) sequences in ws: inputs are
+// the sequence without its last token, the target at position t is token t+1, and only the
+// response tokens are targets. tokens, targets (n, T), lengths (n). Returns T.
+static int pack_minibatch(UpdateWorkspace *ws, const Rollout *r, const int *idx, int n) {
+    if (n > ws->max_rows) die("update: a pass of %d responses, the workspace holds %d", n, ws->max_rows);
+    int T = 1;
+    for (int k = 0; k < n; k++) {
+        int i = idx[k], len = r->prompt_len[i] + r->resp_len[i] - 1;
+        if (len > T) T = len;
+    }
+    if (T > ws->max_T) die("update: a sequence of %d tokens exceeds model.max_seq_len = %d", T, ws->max_T);
+    for (int k = 0; k < n; k++) {
+        int i = idx[k], pl = r->prompt_len[i], rl = r->resp_len[i];
+        int *tok = ws->tokens + (size_t)k * T, *tgt = ws->targets + (size_t)k * T;
+        ws->lengths[k] = pl + rl - 1;
+        for (int t = 0; t < T; t++) {
+            int next = t + 1;  // position of the target token in prompt + response
+            tok[t] = t < pl ? r->prompt[i][t] : t < pl + rl ? r->resp[i][t - pl] : TOK_PAD;
+            tgt[t] = next >= pl && next < pl + rl ? r->resp[i][next - pl] : -1;
+        }
+    }
+    return T;
+}
+
+// Forward of m over the rows idx[0..n); host copies of logp and entropy (n, T) into ws->logp
+// and ws->entropy, each if asked. Returns T.
+static int minibatch_forward(UpdateWorkspace *ws, Model *m, const Rollout *r, const int *idx,
+                             int n, int want_logp, int want_entropy) {
+    int T = pack_minibatch(ws, r, idx, n);
+    model_forward(m, ws->tokens, ws->targets, ws->lengths, n, T);
+    size_t bytes = (size_t)n * T * sizeof(float);
+    if (want_logp) bk_download(ws->bk, ws->logp, model_logp(m), bytes);
+    if (want_entropy) bk_download(ws->bk, ws->entropy, model_entropy(m), bytes);
+    return T;
+}
+
+// Position in the (n, T) layout of response token t of minibatch row k (response i): the
+// target of input position prompt_len - 1 + t.
+static size_t token_pos(const Rollout *r, int i, int k, int T, int t) {
+    return (size_t)k * T + (size_t)(r->prompt_len[i] - 1 + t);
+}
+
+// The rows of the minibatch idx[0..n) in the order the forward passes take them, into
+// ws->rows, and the rows per pass (returned): with micro-batches of micro < n rows, sorted
+// by sequence length, longest first (ties keep idx's order), so that a pass pads little;
+// otherwise idx as it is.
+static int forward_rows(UpdateWorkspace *ws, const Rollout *r, const int *idx, int n, int micro) {
+    if (n > ws->max_rows) die("update: a minibatch of %d responses, the workspace holds %d", n, ws->max_rows);
+    int *rows = ws->rows;
+    memcpy(rows, idx, (size_t)n * sizeof(int));
+    int mb = micro > 0 && micro < n ? micro : n;
+    if (mb == n) return mb;
+    for (int a = 1; a < n; a++)  // insertion sort: stable, n is a minibatch
+        for (int b = a; b > 0; b--) {
+            int p = rows[b - 1], q = rows[b];
+            if (r->prompt_len[p] + r->resp_len[p] >= r->prompt_len[q] + r->resp_len[q]) break;
+            rows[b - 1] = q;
+            rows[b] = p;
+        }
+    return mb;
+}
+
+void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r,
+                     const int *idx, int n, int micro) {
+    int mb = forward_rows(ws, r, idx, n, micro);
+    for (int pass = 0; pass < (ref ? 2 : 1); pass++)
+        for (int c0 = 0; c0 < n; c0 += mb) {
+            int nc = n - c0 < mb ? n - c0 : mb;
+            const int *cr = ws->rows + c0;
+            int T = minibatch_forward(ws, pass ? ref : m, r, cr, nc, 1, 0);
+            float *dst = pass ? r->logp_ref : r->logp_old;
+            for (int k = 0; k < nc; k++) {
+                int i = cr[k];
+                for (int t = 0; t < r->resp_len[i]; t++)
+                    dst[r->tok_offset[i] + t] = ws->logp[token_pos(r, i, k, T, t)];
+            }
+        }
+}
+
+// ---------------------------------------------------------------- the gradient
+
+// Backward of dL/dlogp = -w (device, (n, T)) through the last forward.
+static void backward_weights(UpdateWorkspace *ws, Model *m, const float *d_w, int n, int T) {
+    size_t NT = (size_t)n * T;
+    bk_copy(ws->bk, ws->d_dlogp, d_w, NT * sizeof(float));
+    kn_scale(ws->bk, ws->d_dlogp, -1.0f, NT);
+    model_backward(m, ws->d_dlogp, NULL);
+}
+
+// kn_token_weights' inputs for the rows idx[0..n) of the last forward (T positions), from
+// the rollout to the device.
+static void token_weight_inputs_upload(UpdateWorkspace *ws, const Rollout *r, const int *idx,
+                                       int n, int T) {
+    size_t NT = (size_t)n * T, fb = NT * sizeof(float), nb = (size_t)n * sizeof(float);
+    memset(ws->old_h, 0, fb);
+    memset(ws->ref_h, 0, fb);
+    memset(ws->env_h, 0, NT);
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        ws->adv_h[k] = r->advantage[i];
+        ws->start_h[k] = r->prompt_len[i] - 1;
+        ws->len_h[k] = r->resp_len[i];
+        for (int t = 0; t < r->resp_len[i]; t++) {
+            size_t p = token_pos(r, i, k, T, t);
+            ws->old_h[p] = r->logp_old[r->tok_offset[i] + t];
+            if (r->logp_ref) ws->ref_h[p] = r->logp_ref[r->tok_offset[i] + t];
+            if (r->env) ws->env_h[p] = r->env[r->tok_offset[i] + t];
+        }
+    }
+    bk_upload(ws->bk, ws->d_logp_old, ws->old_h, fb);
+    if (r->logp_ref) bk_upload(ws->bk, ws->d_logp_ref, ws->ref_h, fb);
+    if (r->env) bk_upload(ws->bk, ws->d_env, ws->env_h, NT);
+    bk_upload(ws->bk, ws->d_adv, ws->adv_h, nb);
+    bk_upload(ws->bk, ws->d_start, ws->start_h, (size_t)n * sizeof(int));
+    bk_upload(ws->bk, ws->d_len, ws->len_h, (size_t)n * sizeof(int));
+}
+
+// kn_token_weights' outputs for n rows of T positions back to the host.
+static void token_weight_outputs_download(UpdateWorkspace *ws, int n, int T, int with_kl) {
+    Backend *bk = ws->bk;
+    size_t fb = (size_t)n * T * sizeof(float);
+    bk_download(bk, ws->w, ws->d_w, fb);
+    bk_download(bk, ws->loss, ws->d_loss, fb);
+    if (with_kl) bk_download(bk, ws->kl, ws->d_kl, fb);
+    bk_download(bk, ws->coef, ws->d_coef, (size_t)n * sizeof(float));
+    bk_download(bk, ws->clip_low, ws->d_clip_low, (size_t)n * sizeof(int));
+    bk_download(bk, ws->clip_high, ws->d_clip_high, (size_t)n * sizeof(int));
+}
+
+// Forward of the rows idx[0..n) (a whole minibatch, or a micro-batch of one of M responses
+// whose lengths sum to sum_len), their token weights (into weights, if not NULL), their
+// statistics added to *s in row order, and the backward of dlogp = -w, accumulated into m's
+// gradients. Returns the forward's T.
+static int rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+                         const Rollout *r, const int *idx, int n, int M, double sum_len,
+                         float *weights, MinibatchStats *s) {
+    int T = minibatch_forward(ws, m, r, idx, n, 0, 1);
+    int with_kl = oc->beta != 0.0f;
+    token_weight_inputs_upload(ws, r, idx, n, T);
+    kn_token_weights(ws->bk, ws->d_w, ws->d_loss, with_kl ? ws->d_kl : NULL, ws->d_coef,
+                     ws->d_clip_low, ws->d_clip_high, model_logp(m), ws->d_logp_old,
+                     r->logp_ref ? ws->d_logp_ref : NULL, r->env ? ws->d_env : NULL, ws->d_adv,
+                     ws->d_start, ws->d_len, n, T, M, sum_len, oc);
+    // the step's statistics and the logged weights, summed on the host in row order
+    token_weight_outputs_download(ws, n, T, with_kl);
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        for (int t = 0; t < r->resp_len[i]; t++) {
+            size_t p = token_pos(r, i, k, T, t);
+            if (weights) weights[r->tok_offset[i] + t] = ws->w[p];
+            // the environment's tokens are observations, not actions: not in the statistics
+            if (r->env && r->env[r->tok_offset[i] + t]) continue;
+            s->loss += (double)ws->coef[k] * ws->loss[p];
+            if (with_kl) s->kl_sum += ws->kl[p];
+            s->entropy_sum += ws->entropy[p];
+            s->tokens++;
+        }
+        s->clipped_low += ws->clip_low[k];
+        s->clipped_high += ws->clip_high[k];
+    }
+    backward_weights(ws, m, ws->d_w, n, T);
+    return T;
+}
+
+// Backward of the unbiased policy gradient through the last forward, of the rows idx[0..n)
+// in its (n, T) layout: weight unbiased_adv[i] on every policy token of response i (sum over
+// tokens, no normalisation), accumulated into m's gradients.
+static void unbiased_backward(UpdateWorkspace *ws, Model *m, const Rollout *r, const int *idx,
+                              int n, int T, const float *unbiased_adv) {
+    size_t NT = (size_t)n * T;
+    float *w = ws->w;
+    memset(w, 0, NT * sizeof(float));
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        for (int t = 0; t < r->resp_len[i]; t++)
+            if (!r->env || !r->env[r->tok_offset[i] + t]) w[token_pos(r, i, k, T, t)] = unbiased_adv[i];
+    }
+    bk_upload(ws->bk, ws->d_w, w, NT * sizeof(float));
+    backward_weights(ws, m, ws->d_w, n, T);
+}
+
+// The cosine of the objective's gradient (in m) with the unbiased policy gradient over the
+// same minibatch, whose passes are ws->rows in runs of mb; the last pass (from last0, T
+// last_T) is still m's forward. The objective's gradient is left in m.
+static double bias_cosine(UpdateWorkspace *ws, Model *m, const Rollout *r, int n, int mb,
+                          int last0, int last_T, const float *unbiased_adv) {
+    size_t np = model_num_params(m);
+    if (np != ws->n_params) die("update: the bias diagnostic needs a workspace made for it");
+    const int *rows = ws->rows;
+    bk_download(ws->bk, ws->g_obj, model_grads(m), np * sizeof(float));
+    model_zero_grad(m);
+    unbiased_backward(ws, m, r, rows + last0, n - last0, last_T, unbiased_adv);
+    for (int c0 = 0; c0 < last0; c0 += mb) {
+        int T = minibatch_forward(ws, m, r, rows + c0, mb, 0, 0);
+        unbiased_backward(ws, m, r, rows + c0, mb, T, unbiased_adv);
+    }
+    bk_download(ws->bk, ws->g_unb, model_grads(m), np * sizeof(float));
+    bk_upload(ws->bk, model_grads(m), ws->g_obj, np * sizeof(float));
+    double dot = 0, na = 0, nb = 0;
+    for (size_t j = 0; j < np; j++) {
+        dot += (double)ws->g_obj[j] * ws->g_unb[j];
+        na += (double)ws->g_obj[j] * ws->g_obj[j];
+        nb += (double)ws->g_unb[j] * ws->g_unb[j];
+    }
+    return na > 0 && nb > 0 ? dot / sqrt(na * nb) : NAN;
+}
+
+double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+                                 const Rollout *r, const int *idx, int n, int micro,
+                                 float *weights, const float *unbiased_adv, MinibatchStats *st) {
+    MinibatchStats s = {0};
+    if (n <= 0) {
+        if (st) *st = s;
+        return NAN;
+    }
+    int mb = forward_rows(ws, r, idx, n, micro);
+    double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
+    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
+    int last0 = 0, last_T = 0;
+    for (int c0 = 0; c0 < n; c0 += mb) {
+        last0 = c0;
+        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, n - c0 < mb ? n - c0 : mb, n, sum_len,
+                               weights, &s);
+    }
+    double cosine = unbiased_adv ? bias_cosine(ws, m, r, n, mb, last0, last_T, unbiased_adv) : NAN;
+    if (st) *st = s;
+    return cosine;
+}
+
+// ---------------------------------------------------------------- PPO epochs
+
+// Philox permutation of x (n) keyed by (seed, step, epoch): Fisher-Yates.
+static void shuffle(int *x, int n, uint64_t seed, int step, int epoch) {
+    uint64_t counter = (0x5348ull << 48) | ((uint64_t)(uint32_t)step << 16) | (uint64_t)(epoch & 0xffff);
+    for (int i = n - 1; i > 0; i--) {
+        uint32_t u = philox_draw(seed, counter, (uint32_t)i).v[0];
+        int j = (int)((uint64_t)u * (uint64_t)(i + 1) >> 32);
+        int t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}
+
+void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
+                   const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
+                   const int *kept, int n_kept, int *order, float *weights,
+                   const float *unbiased, UpdateStats *out) {
+    const int M = plan->minibatch;
+    memset(out, 0, sizeof *out);
+    out->cosine = NAN;
+    for (int epoch = 0; epoch < plan->epochs && n_kept > 0; epoch++) {
+        memcpy(order, kept, (size_t)n_kept * sizeof(int));
+        shuffle(order, n_kept, plan->seed, plan->step, epoch);
+        if (epoch == 0)
+            for (int k0 = 0; k0 < n_kept; k0 += M)
+                update_old_logp(ws, m, ref, r, order + k0, n_kept - k0 < M ? n_kept - k0 : M,
+                                plan->micro);
+        for (int k0 = 0; k0 < n_kept; k0 += M) {
+            int n = n_kept - k0 < M ? n_kept - k0 : M;
+            int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
+            MinibatchStats st;
+            model_zero_grad(m);
+            double cs = update_minibatch_gradient(ws, m, oc, r, order + k0, n, plan->micro,
+                                                  epoch == 0 ? weights : NULL,
+                                                  diag ? unbiased : NULL, &st);
+            if (diag) out->cosine = cs;
+            out->gnorm_sum += model_adamw_step(m, opt);
+            out->loss_sum += st.loss;
+            out->kl_sum += st.kl_sum;
+            out->tokens += st.tokens;
+            out->clipped_low += st.clipped_low;
+            out->clipped_high += st.clipped_high;
+            if (epoch == 0) {
+                out->entropy_sum += st.entropy_sum;
+                out->entropy_tokens += st.tokens;
+            }
+            out->n_updates++;
+        }
+    }
+}
