@@ -17,7 +17,7 @@
 //   closed_<objective>.dat      p  mean_abs_adv(p)  sum_abs_w(p)   closed forms (stats.h); the
 //     second only where it does not depend on the lengths (seq_mean_token_mean: G E|A|/M)
 //   examples_<objective>.dat    p  mean_abs_adv  label: the seed's example groups (1,1,0,0) and
-//     (1,1,1,0) of DESIGN.md (G = 4), by the same closed form
+//     (1,1,1,0) of docs/config.md (objective.std_ddof; G = 4), by the same closed form
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,7 +305,7 @@ static int write_difficulty(const Figure *fig, Run *const *runs, int n, const in
     snprintf(file, sizeof file, "examples_%s.dat", name);
     fp = figure_data(fig, file, path, sizeof path, err, errlen);
     if (!fp) return -1;
-    fprintf(fp, "# %s: the example groups of DESIGN.md (G = 4): p mean_abs_adv label\n", name);
+    fprintf(fp, "# %s: the example groups (1,1,0,0) and (1,1,1,0), G = 4: p mean_abs_adv label\n", name);
     if (closed) {
         fprintf(fp, "0.5 %.10g \"(1,1,0,0)\"\n", closed_mean_abs_adv(0.5, 4, scale_std, r0->std_ddof, loo));
         fprintf(fp, "0.75 %.10g \"(1,1,1,0)\"\n", closed_mean_abs_adv(0.75, 4, scale_std, r0->std_ddof, loo));

@@ -5,7 +5,7 @@
 // the innermost loop (-O3 -march=native). Contracts (shapes, "backward accumulates",
 // NULL gradients skipped, padding) are the ones written in kernels.h.
 //
-// Determinism (STYLE.md 6): no reduction's order depends on the thread count.
+// Determinism: no reduction's order depends on the thread count.
 // Reductions over rows (rmsnorm dweight, embedding backward, sum_squares) are either
 // split by columns, each column summed in row order, or reduced per fixed block of
 // rows into a partial array whose entries are then summed in block order.

@@ -3,7 +3,7 @@
 // for the rest. Everything runs on the legacy default stream, so ops, cuBLAS calls and
 // cudaMemcpy are ordered without explicit synchronisation.
 //
-// Determinism (STYLE.md 6): no atomics anywhere. Every reduction whose order matters
+// Determinism: no atomics anywhere. Every reduction whose order matters
 // has a partition that depends only on the problem sizes (fixed block sizes, fixed
 // rows per partial), never on the number of SMs, and is summed in a fixed order, so
 // the same inputs give bit-identical results on the same GPU and toolkit.
@@ -33,7 +33,7 @@ extern "C" {
 #include "kernels.h"
 #include "philox.h"
 
-// ---------------------------------------------------------------- checks (STYLE.md 5)
+// ---------------------------------------------------------------- checks
 #define CUDA_CHECK(call)                                                                   \
     do {                                                                                   \
         cudaError_t err_ = (call);                                                         \

@@ -7,7 +7,7 @@
 // come from bk_alloc. Integer arrays (tokens, lengths, positions) are device
 // pointers too.
 //
-// Conventions (STYLE.md 2):
+// Conventions:
 // - shapes are given in a comment above each op, row-major, last index fastest;
 // - every backward ACCUMULATES (+=) into its gradient outputs, parameter and
 //   activation gradients alike, so zero-grad is one bk_zero; a NULL gradient
