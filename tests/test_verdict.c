@@ -65,7 +65,8 @@ static Run *make_run(const Spec *p) {
 // responses are 150, 140, 160 tokens against Dr. GRPO's 100 (ratios 1.5, 1.4, 1.6); its
 // incorrect training responses grow by 20 tokens per 100 steps while Dr. GRPO's shrink by 10;
 // truncation rises by 0.08 and loops by 0.10 under GRPO, by 0.01 each under Dr. GRPO;
-// disagreements 0.40 -> 0.35 and 0.40 -> 0.30; rewards 0.30 -> 0.49, 0.50, 0.51 under both.
+// disagreements 0.40 -> 0.35 and 0.40 -> 0.30; rewards 0.30 -> 0.49, 0.50, 0.51 under both
+// (rises 0.19, 0.20, 0.21); a budget of 300 tokens.
 enum { SEEDS = 3, RUNS = 2 * SEEDS };
 static void passing_set(Spec s[RUNS]) {
     for (int i = 0; i < SEEDS; i++) {
@@ -128,6 +129,19 @@ static void test_all_pass(void **state) {
     CLOSE(c->f[0].v, 0.50, 1e-12);
     CLOSE(c->f[1].v, 0.50, 1e-12);
     CLOSE(c->threshold, 0.03, 0);
+    for (int k = 0; k < 2; k++) {  // the rises of both objectives: 0.19, 0.20, 0.21
+        c = &v.check[CHECK_REWARD_RISES];
+        CLOSE(c->f[k].v, 0.20, 1e-12);
+        CLOSE(c->f[k].lo, 0.20 - T2 * 0.01 / sqrt(3.0), 1e-9);
+        assert_int_equal(v.runs[k], 3);
+    }
+    CLOSE(v.check[CHECK_REWARD_RISES].threshold, 0.05, 0);
+    c = &v.check[CHECK_EVAL_BUDGET];
+    CLOSE(c->f[0].v, 150, 1e-12);
+    CLOSE(c->f[0].hi, 150 + T2 * 10 / sqrt(3.0), 1e-9);
+    CLOSE(c->f[1].v, 300, 0);
+    CLOSE(c->f[2].v, 0.5, 1e-12);
+    CLOSE(c->threshold, 0.8, 0);
     assert_int_equal(v.saturated, 0);
     assert_int_equal(v.budget, 300);
 }
@@ -167,6 +181,21 @@ static void dr_none(Spec *s) {  // no disagreement at all
 static void dr_reward_low(Spec *s) {  // Dr. GRPO 0.46 against GRPO's 0.50
     for (int i = 0; i < SEEDS; i++) s[SEEDS + i].reward[1] = 0.46;
 }
+static void grpo_rise_small(Spec *s) {  // rises 0.01, 0.02, 0.03
+    for (int i = 0; i < SEEDS; i++) s[i].reward[1] = 0.31 + 0.01 * i;
+}
+static void grpo_rise_wide(Spec *s) {  // rises 0.0, 0.1, 0.2: mean 0.1, CI down to -0.15
+    for (int i = 0; i < SEEDS; i++) s[i].reward[1] = 0.30 + 0.1 * i;
+}
+static void dr_reward_flat(Spec *s) {  // Dr. GRPO at 0.50 from the start
+    for (int i = 0; i < SEEDS; i++) s[SEEDS + i].reward[0] = 0.50, s[SEEDS + i].reward[1] = 0.50;
+}
+static void grpo_at_budget(Spec *s) {  // 250 of 300 tokens (ratios 2.4, 2.5, 2.6)
+    for (int i = 0; i < SEEDS; i++) s[i].eval_len_i += 100;
+}
+static void budget_unknown(Spec *s) {
+    for (int i = 0; i < SEEDS; i++) s[i].budget = 0;
+}
 
 static const FailCase FAILS[] = {
     {"eval ratio under 1.3", CHECK_EVAL_RATIO, ratio_low, "below 1.3"},
@@ -178,6 +207,11 @@ static const FailCase FAILS[] = {
     {"GRPO's disagreements collapse", CHECK_DISAGREEMENT, grpo_collapse, "GRPO's disagreements collapse"},
     {"Dr. GRPO without disagreements", CHECK_DISAGREEMENT, dr_none, "Dr. GRPO's disagreements collapse"},
     {"Dr. GRPO's reward lower", CHECK_REWARD, dr_reward_low, "below GRPO's"},
+    {"GRPO's reward rising too little", CHECK_REWARD_RISES, grpo_rise_small, "GRPO's reward rises by +0.020"},
+    {"GRPO's reward rise with a CI reaching 0", CHECK_REWARD_RISES, grpo_rise_wide, "CI reaching down to -0.148"},
+    {"Dr. GRPO's reward flat", CHECK_REWARD_RISES, dr_reward_flat, "Dr. GRPO's reward rises by +0.000"},
+    {"GRPO's incorrect eval responses at the budget", CHECK_EVAL_BUDGET, grpo_at_budget, "0.83 of the budget 300"},
+    {"budget unknown", CHECK_EVAL_BUDGET, budget_unknown, "not known"},
 };
 
 static void test_each_check_fails(void **state) {
@@ -261,6 +295,8 @@ static void test_edge_cases(void **state) {
         assert_true(isnan(v.check[CHECK_EVAL_RATIO].f[0].v));
         assert_false(v.check[CHECK_EVAL_RATIO].pass);
         assert_non_null(strstr(v.check[CHECK_EVAL_RATIO].reason, "no ratio"));
+        assert_false(v.check[CHECK_EVAL_BUDGET].pass);
+        assert_non_null(strstr(v.check[CHECK_EVAL_BUDGET].reason, "no incorrect eval response"));
     }
     passing_set(s);
     for (int i = 0; i < RUNS; i++) s[i].reward[0] = s[i].reward[1] = NAN, s[i].dis[0] = s[i].dis[1] = NAN;
@@ -274,6 +310,8 @@ static void test_edge_cases(void **state) {
     assert_non_null(strstr(v.check[CHECK_REWARD].reason, "NaN"));
     assert_non_null(strstr(v.check[CHECK_DISAGREEMENT].reason, "NaN"));
     assert_non_null(strstr(v.check[CHECK_FAILING_STATES].reason, "NaN"));
+    assert_false(v.check[CHECK_REWARD_RISES].pass);
+    assert_non_null(strstr(v.check[CHECK_REWARD_RISES].reason, "NaN"));
     // without Dr. GRPO (or without GRPO) there is nothing to check; other objectives are left out
     passing_set(s);
     assert_int_equal(verdict_of(s, SEEDS, &v), 0);
@@ -290,12 +328,46 @@ static void test_edge_cases(void **state) {
     CLOSE(v.check[CHECK_EVAL_RATIO].f[0].v, 1.5, 1e-12);
 }
 
+// With one run per objective the reward rise's CI comes from the steps of its two tenths:
+// GRPO's first tenth 0.2, 0.4 and last 0.5, 0.7 give a rise of 0.3 with a pooled variance of
+// 0.02, so the CI is 0.3 +- t(0.975, 2) sqrt(0.02 (1/2 + 1/2)), reaching below 0; Dr. GRPO's
+// constant tenths give a CI of width 0. A tenth of one step has no CI.
+static void test_reward_rise_one_run(void **state) {
+    Spec s[RUNS];
+    passing_set(s);
+    Run *runs[2] = {make_run(&s[0]), make_run(&s[SEEDS])};
+    runs[0]->reward[0] = 0.2, runs[0]->reward[1] = 0.4, runs[0]->reward[N - 2] = 0.5, runs[0]->reward[N - 1] = 0.7;
+    Verdict v;
+    assert_int_equal(finding_verdict(runs, 2, &v), N_CHECKS);
+    print_verdict("one run each, GRPO's reward noisy", &v);
+    const Check *c = &v.check[CHECK_REWARD_RISES];
+    double half = T2 * sqrt(0.02);
+    CLOSE(c->f[0].v, 0.3, 1e-12);
+    CLOSE(c->f[0].lo, 0.3 - half, 1e-9);
+    CLOSE(c->f[0].hi, 0.3 + half, 1e-9);
+    CLOSE(c->f[1].v, 0.19, 1e-12);
+    CLOSE(c->f[1].lo, 0.19, 1e-12);
+    assert_int_equal(v.runs[0], 1);
+    assert_false(c->pass);
+    runs[0]->reward[1] = 0.2, runs[0]->reward[N - 2] = 0.7;  // both tenths constant: CI width 0
+    finding_verdict(runs, 2, &v);
+    CLOSE(v.check[CHECK_REWARD_RISES].f[0].lo, 0.5, 1e-12);
+    assert_true(v.check[CHECK_REWARD_RISES].pass);
+    for (int i = 0; i < 2; i++) runs[i]->n_steps = 5;  // tenths of one step
+    finding_verdict(runs, 2, &v);
+    assert_true(isnan(v.check[CHECK_REWARD_RISES].f[0].lo));
+    assert_false(v.check[CHECK_REWARD_RISES].pass);
+    assert_non_null(strstr(v.check[CHECK_REWARD_RISES].reason, "no CI"));
+    for (int i = 0; i < 2; i++) run_free(runs[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_pass),
         cmocka_unit_test(test_each_check_fails),
         cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_reward_rise_one_run),
     };
     return cmocka_run_group_tests_name("verdict", tests, NULL, NULL);
 }

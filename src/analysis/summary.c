@@ -1,7 +1,7 @@
 // summary.c: `grpolab summary`: per run and per objective across seeds, the figures of the
 // paper's Fig. 5 at the end of training, the slope of the training length over the last half
 // with its 95% CI, and, when GRPO and Dr. GRPO runs are both given, the checks of the finding
-// (docs/results.md).
+// (computed by finding_verdict, verdict.h; listed in docs/cli.md).
 //
 // Definitions (docs/cli.md):
 //   final train figures   mean over the last tenth of the steps (at least one step)
@@ -163,6 +163,23 @@ static void verdict_print(FILE *f, const Verdict *v, int md) {
     c = &v->check[CHECK_REWARD];
     fprintf(f, "%s[%s] final training reward: Dr. GRPO %.3f vs GRPO %.3f; wanted Dr. GRPO >= GRPO - %g\n", item,
             PASS(c), c->f[0].v, c->f[1].v, c->threshold);
+    c = &v->check[CHECK_REWARD_RISES];
+    char side[2][96];
+    for (int k = 0; k < 2; k++) {
+        const Estimate *e = &c->f[k];
+        if (!isfinite(e->lo)) snprintf(side[k], sizeof side[k], "%+.3f (no CI)", e->v);
+        else if (v->runs[k] > 1) snprintf(side[k], sizeof side[k], "%+.3f (CI %+.3f..%+.3f over %d runs)", e->v, e->lo, e->hi, v->runs[k]);
+        else snprintf(side[k], sizeof side[k], "%+.3f (CI %+.3f..%+.3f over the steps of 1 run)", e->v, e->lo, e->hi);
+    }
+    fprintf(f, "%s[%s] training reward, last minus first tenth of the steps: GRPO %s, Dr. GRPO %s; wanted >= %+g "
+            "with the CI above 0 under both\n", item, PASS(c), side[0], side[1], c->threshold);
+    c = &v->check[CHECK_EVAL_BUDGET];
+    if (isfinite(c->f[0].lo)) snprintf(ci, sizeof ci, " (CI %.1f..%.1f)", c->f[0].lo, c->f[0].hi);
+    else ci[0] = 0;
+    char share[64] = "the budget not known";
+    if (c->f[1].v > 0) snprintf(share, sizeof share, "%.2f of a budget of %.0f", c->f[2].v, c->f[1].v);
+    fprintf(f, "%s[%s] final eval length of GRPO's incorrect responses: %.1f tokens%s, %s; wanted below %g of "
+            "the budget (world.max_new_tokens)\n", item, PASS(c), c->f[0].v, ci, share, c->threshold);
 }
 
 int summary_print(FILE *f, Run *const *runs, int n, int md) {

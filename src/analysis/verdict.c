@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
+
 #include "../common.h"
 #include "analysis.h"
 #include "stats.h"
@@ -197,6 +199,65 @@ static void check_reward(const Inputs *in, Check *c) {
     else say(c, "Dr. GRPO's reward %.3f is below GRPO's %.3f - %g", rd, rg, VERDICT_REWARD_MARGIN);
 }
 
+// The training reward of run r, last tenth minus first tenth, and the half-width of the 95%
+// CI of that difference from the steps of the two tenths: two-sample t with pooled variance,
+// t_{0.975, a+b-2} s_p sqrt(1/a + 1/b) over the a and b finite steps (NaN if a + b < 3).
+static double reward_rise(const Run *r, double *half) {
+    int n = (int)r->n_steps, k = tenth_of(n), cnt[2] = {0, 0};
+    double mean[2] = {mean_range(r->reward, 0, k), mean_range(r->reward, n - k, n)}, ss = 0;
+    for (int t = 0; t < 2; t++)
+        for (int i = t ? n - k : 0; i < (t ? n : k); i++)
+            if (isfinite(r->reward[i])) ss += (r->reward[i] - mean[t]) * (r->reward[i] - mean[t]), cnt[t]++;
+    int df = cnt[0] + cnt[1] - 2;
+    *half = cnt[0] && cnt[1] && df > 0
+                ? gsl_cdf_tdist_Pinv(0.975, df) * sqrt(ss / df * (1.0 / cnt[0] + 1.0 / cnt[1]))
+                : NAN;
+    return mean[1] - mean[0];
+}
+
+// 6: the training reward rises under both objectives, over seeds (or the steps of one run).
+static void check_reward_rises(const Inputs *in, Verdict *v, Check *c) {
+    c->name = "reward_rises";
+    c->threshold = VERDICT_REWARD_RISE;
+    c->pass = 1;
+    say(c, "the reward rises under both");
+    for (int s = 1; s >= 0; s--) {  // Dr. GRPO's side first, so that GRPO's failure is the one said
+        int g = s ? in->gd : in->gg, k = 0;
+        double rise[MAX_RUNS], half, mean;
+        for (int i = 0; i < in->n; i++)
+            if (in->group[i] == g) rise[k++] = reward_rise(in->runs[i], &half);
+        if (k > 1) mean_ci95(rise, k, &mean, &half);
+        else mean = rise[0];  // half from reward_rise of the one run
+        v->runs[s] = k;
+        Estimate *e = &c->f[s];
+        *e = estimate_ci(mean, half);
+        if (mean >= VERDICT_REWARD_RISE && e->lo > 0) continue;
+        c->pass = 0;
+        const char *who = s ? "Dr. GRPO" : "GRPO";
+        if (!isfinite(mean)) say(c, "%s's reward is NaN", who);
+        else if (mean < VERDICT_REWARD_RISE) say(c, "%s's reward rises by %+.3f, less than %+g", who, mean, VERDICT_REWARD_RISE);
+        else if (!isfinite(half)) say(c, "%s's rise %+.3f has no CI", who, mean);
+        else say(c, "%s's rise %+.3f has a CI reaching down to %+.3f", who, mean, e->lo);
+    }
+}
+
+// 7: GRPO's incorrect eval responses end short of the budget: where they fill it, their length
+// says how long the budget is rather than how far the bias lengthens them.
+static void check_eval_budget(const Inputs *in, Verdict *v, Check *c) {
+    int budget = group_budget(in->runs, in->n, in->group, in->gg);
+    Estimate len = group_mean(in, in->gg, RF_ELEN_I);
+    c->name = "eval_budget";
+    c->threshold = VERDICT_BUDGET_SHARE;
+    c->f[0] = len;
+    c->f[1] = estimate(budget);
+    c->f[2] = estimate(budget > 0 ? len.v / budget : NAN);
+    c->pass = budget > 0 && len.v < VERDICT_BUDGET_SHARE * budget;
+    if (budget <= 0) say(c, "the budget (world.max_new_tokens) is not known");
+    else if (!isfinite(len.v)) say(c, "GRPO has no incorrect eval response");
+    else if (!c->pass) say(c, "%.1f tokens are %.2f of the budget %d, not below %g", len.v, c->f[2].v, budget, VERDICT_BUDGET_SHARE);
+    else say(c, "%.1f tokens are %.2f of the budget %d", len.v, c->f[2].v, budget);
+}
+
 int finding_verdict(Run *const *runs, int n, Verdict *v) {
     memset(v, 0, sizeof *v);
     if (n > MAX_RUNS) n = MAX_RUNS;
@@ -219,6 +280,8 @@ int finding_verdict(Run *const *runs, int n, Verdict *v) {
     check_failing_states(&in, &v->check[CHECK_FAILING_STATES]);
     check_disagreement(&in, &v->check[CHECK_DISAGREEMENT]);
     check_reward(&in, &v->check[CHECK_REWARD]);
+    check_reward_rises(&in, v, &v->check[CHECK_REWARD_RISES]);
+    check_eval_budget(&in, v, &v->check[CHECK_EVAL_BUDGET]);
     free(fig);
     v->checks = N_CHECKS;
     for (int c = 0; c < N_CHECKS; c++) v->passed += v->check[c].pass;

@@ -17,6 +17,10 @@
 #define VERDICT_REWARD_MARGIN 0.03  // final reward: Dr. GRPO at least GRPO's minus this
 #define VERDICT_SATURATION 0.8      // note to the slope check: GRPO's incorrect training length
                                     // at least this share of the budget is saturation
+#define VERDICT_REWARD_RISE 0.05    // reward rises: last tenth minus first at least this under
+                                    // both objectives, the CI above 0
+#define VERDICT_BUDGET_SHARE 0.8    // GRPO's final eval length of incorrect responses below this
+                                    // share of the budget (world.max_new_tokens)
 
 // ---- the figures of one run (first / last tenth as tenth_of; eval = the last evaluation)
 enum {
@@ -62,6 +66,11 @@ enum {
     CHECK_DISAGREEMENT,    // f[0], f[1]: GRPO's disagreement share, first and last tenth; f[2],
                            // f[3]: Dr. GRPO's; last >= VERDICT_DISAGREE_KEEP x first and > 0
     CHECK_REWARD,          // f[0], f[1]: final training reward of Dr. GRPO, GRPO
+    CHECK_REWARD_RISES,    // f[0], f[1]: training reward, last tenth minus first, GRPO, Dr. GRPO:
+                           // mean over the runs with its CI; with one run the CI comes from
+                           // the steps of its two tenths (two-sample t, pooled variance)
+    CHECK_EVAL_BUDGET,     // f[0]: GRPO's final eval length of incorrect responses, mean over
+                           // its runs with CI; f[1]: the budget; f[2]: f[0] / budget
     N_CHECKS
 };
 
@@ -83,6 +92,7 @@ typedef struct {
     Check check[N_CHECKS];
     int pairs;        // GRPO and Dr. GRPO runs paired by seed (the eval ratio's samples)
     int unpaired;     // 1 if some GRPO run had no Dr. GRPO run of its seed (left out)
+    int runs[2];      // GRPO's and Dr. GRPO's runs
     // GRPO's incorrect training responses at the budget: set where the slope check fails on
     // GRPO's side while they average >= VERDICT_SATURATION x budget over the last tenth
     int saturated;
