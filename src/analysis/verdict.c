@@ -223,11 +223,11 @@ static void check_reward_rises(const Inputs *in, Verdict *v, Check *c) {
     say(c, "the reward rises under both");
     for (int s = 1; s >= 0; s--) {  // Dr. GRPO's side first, so that GRPO's failure is the one said
         int g = s ? in->gd : in->gg, k = 0;
-        double rise[MAX_RUNS], half, mean;
+        double rise[MAX_RUNS], steps_half[MAX_RUNS], half, mean;
         for (int i = 0; i < in->n; i++)
-            if (in->group[i] == g) rise[k++] = reward_rise(in->runs[i], &half);
+            if (in->group[i] == g) rise[k] = reward_rise(in->runs[i], &steps_half[k]), k++;
         if (k > 1) mean_ci95(rise, k, &mean, &half);
-        else mean = rise[0];  // half from reward_rise of the one run
+        else mean = rise[0], half = steps_half[0];  // one run: the CI from its steps
         v->runs[s] = k;
         Estimate *e = &c->f[s];
         *e = estimate_ci(mean, half);
