@@ -553,6 +553,10 @@ static void test_summary(void **state) {
     char *buf1 = summary_text(pair, 2, 0);
     assert_non_null(strstr(buf1, "GRPO / Dr. GRPO: 1.50 (no CI from one seed pair, 1 seed pair)"));
     assert_non_null(strstr(buf1, "[FAIL] eval length of incorrect"));
+    // the reward rise of one run: steps 0, 1 (0.200, 0.202) against 18, 19 (0.236, 0.238), a CI
+    // of t(0.975, 2) sqrt(2e-6) from the steps
+    assert_non_null(strstr(buf1, "[FAIL] training reward, last minus first tenth of the steps: GRPO +0.036 (CI "
+                                 "+0.030..+0.042 over the steps of 1 run)"));
     free(buf1);
     // both slopes are +20: Dr. GRPO has not levelled off
     assert_non_null(strstr(buf, "[FAIL] training length of incorrect"));
@@ -592,6 +596,12 @@ static void test_summary(void **state) {
     assert_non_null(strstr(buf, "[PASS] share of responses with a visible"));
     // final reward: last tenth (steps 18, 19) mean 0.237 + 0.025 (seeds 1, 2) = 0.262 for both
     assert_non_null(strstr(buf, "Dr. GRPO 0.262 vs GRPO 0.262"));
+    // the reward rises by 0.036 in every run, less than 0.05
+    assert_non_null(strstr(buf, "[FAIL] training reward, last minus first tenth of the steps: GRPO +0.036 (CI "
+                                "+0.036..+0.036 over 2 runs), Dr. GRPO +0.036 (CI +0.036..+0.036 over 2 runs)"));
+    // GRPO's incorrect eval responses: 135 tokens of a budget of 160
+    assert_non_null(strstr(buf, "[FAIL] final eval length of GRPO's incorrect responses: 135.0 tokens (CI "
+                                "135.0..135.0), 0.84 of a budget of 160; wanted below 0.8"));
     // after a disagreement (responses 2, 3 of both groups; first tenth steps 0-1, last 18-19):
     // share 4/8; correct 1/4 (response 2 of (1,1,1,0)); gave up 2/4 -> 0; looped 0 -> 2/4;
     // failing length (30 + 40 + 40) / 3

@@ -6,6 +6,7 @@
 //   plot_difficulty_bias  each question's weight in the update against its accuracy p, with
 //                         the closed forms
 //   summary_print         the table of final figures, slopes with CIs, and the finding checks
+//                         (computed apart from their printing by finding_verdict, verdict.h)
 // Several runs of one objective (its seeds) are drawn as their mean with a 95% CI band.
 #ifndef GRPOLAB_ANALYSIS_H
 #define GRPOLAB_ANALYSIS_H

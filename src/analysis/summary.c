@@ -1,7 +1,7 @@
 // summary.c: `grpolab summary`: per run and per objective across seeds, the figures of the
 // paper's Fig. 5 at the end of training, the slope of the training length over the last half
 // with its 95% CI, and, when GRPO and Dr. GRPO runs are both given, the checks of the finding
-// (docs/results.md).
+// (computed by finding_verdict, verdict.h; listed in docs/cli.md).
 //
 // Definitions (docs/cli.md):
 //   final train figures   mean over the last tenth of the steps (at least one step)
@@ -18,79 +18,20 @@
 #include "../common.h"
 #include "analysis.h"
 #include "stats.h"
+#include "verdict.h"
+
+#define PASS(c) ((c)->pass ? "PASS" : "FAIL")
 
 int tenth_of(int n_steps) { return n_steps / 10 > 0 ? n_steps / 10 : 1; }
 
-enum {
-    M_REWARD, M_TLEN_C, M_TLEN_I, M_ELEN_C, M_ELEN_I, M_SCORE, M_SLOPE, M_SLOPE_I, M_BIAS, M_TRUNC0,
-    M_TRUNC1, M_LOOP0, M_LOOP1, M_DIS0, M_DIS1, N_METRICS
-};
 static const struct {
     const char *head, *fmt;
-} MET[N_METRICS] = {
+} MET[N_RUN_FIGURES] = {
     {"reward", "%.3f"},        {"train len C", "%.1f"}, {"train len I", "%.1f"}, {"eval len C", "%.1f"},
     {"eval len I", "%.1f"},    {"score", "%.3f"},       {"slope len", "%+.1f"},  {"slope len I", "%+.1f"},
     {"bias cos", "%.3f"},      {"trunc 0", "%.3f"},     {"trunc 1", "%.3f"},     {"loop 0", "%.3f"},
     {"loop 1", "%.3f"},        {"disagr 0", "%.3f"},    {"disagr 1", "%.3f"},
 };
-
-typedef struct {
-    double v[N_METRICS];
-    double slope_half[2];  // CI half-widths of M_SLOPE, M_SLOPE_I
-} RunStats;
-
-static double last_half_slope(const Run *r, const double *y, double *half) {
-    int n = (int)r->n_steps, lo = n / 2;
-    double s;
-    slope_ci95(r->step + lo, y + lo, n - lo, &s, half);
-    *half *= 100;
-    return s * 100;
-}
-
-static void run_stats(const Run *r, RunStats *s) {
-    int n = (int)r->n_steps, k = tenth_of(n);
-    s->v[M_REWARD] = mean_range(r->reward, n - k, n);
-    s->v[M_TLEN_C] = mean_range(r->len_correct, n - k, n);
-    s->v[M_TLEN_I] = mean_range(r->len_incorrect, n - k, n);
-    int e = r->n_evals - 1;
-    s->v[M_ELEN_C] = e >= 0 ? r->eval_len_correct[e] : NAN;
-    s->v[M_ELEN_I] = e >= 0 ? r->eval_len_incorrect[e] : NAN;
-    s->v[M_SCORE] = e >= 0 ? r->eval_score[e] : NAN;
-    s->v[M_SLOPE] = last_half_slope(r, r->len_mean, &s->slope_half[0]);
-    s->v[M_SLOPE_I] = last_half_slope(r, r->len_incorrect, &s->slope_half[1]);
-    s->v[M_BIAS] = mean_range(r->bias_cosine, 0, n);
-    s->v[M_TRUNC0] = mean_range(r->truncation, 0, k);
-    s->v[M_TRUNC1] = mean_range(r->truncation, n - k, n);
-    s->v[M_LOOP0] = mean_range(r->loop, 0, k);
-    s->v[M_LOOP1] = mean_range(r->loop, n - k, n);
-    s->v[M_DIS0] = mean_range(r->disagreement, 0, k);
-    s->v[M_DIS1] = mean_range(r->disagreement, n - k, n);
-}
-
-// The seed-mean curve of column y over the runs of group g, its slope over the last half.
-static void group_curve_slope(Run *const *runs, int n, const int *group, int g, int incorrect,
-                              double *slope, double *half, int *steps) {
-    int max_n = 0;
-    for (int i = 0; i < n; i++)
-        if (group[i] == g && (max_n == 0 || runs[i]->n_steps < max_n)) max_n = (int)runs[i]->n_steps;
-    double *x = xmalloc(((size_t)max_n + 1) * sizeof(double)), *y = xmalloc(((size_t)max_n + 1) * sizeof(double));
-    double v[256];
-    for (int s = 0; s < max_n; s++) {  // steps all runs of the group have
-        int m = 0;
-        for (int i = 0; i < n; i++)
-            if (group[i] == g) v[m++] = incorrect ? runs[i]->len_incorrect[s] : runs[i]->len_mean[s];
-        double h;
-        x[s] = s;
-        mean_ci95(v, m, &y[s], &h);
-    }
-    int lo = max_n / 2;
-    slope_ci95(x + lo, y + lo, max_n - lo, slope, half);
-    *slope *= 100;
-    *half *= 100;
-    *steps = max_n;
-    free(x);
-    free(y);
-}
 
 static void cell(FILE *f, int md, const char *text, int width) {
     if (md) fprintf(f, " %s |", text);
@@ -190,13 +131,64 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
     free(ok);
 }
 
+// The checks of the finding (verdict.h), one line each.
+static void verdict_print(FILE *f, const Verdict *v, int md) {
+    const char *item = md ? "- " : "";
+    fprintf(f, "\n%sThe finding of Liu et al. 2025 (GRPO vs Dr. GRPO; docs/results.md)\n\n", md ? "### " : "");
+    const Check *c = &v->check[CHECK_EVAL_RATIO];
+    char ci[64];
+    if (isfinite(c->f[0].lo)) snprintf(ci, sizeof ci, "95%% CI %.2f..%.2f", c->f[0].lo, c->f[0].hi);
+    else snprintf(ci, sizeof ci, "no CI from %s", v->pairs ? "one seed pair" : "unpaired runs");
+    fprintf(f, "%s[%s] eval length of incorrect responses, GRPO / Dr. GRPO: %.2f (%s, %d seed pair%s%s); "
+            "wanted >= %g with the CI above 1\n", item, PASS(c), c->f[0].v, ci, v->pairs, v->pairs == 1 ? "" : "s",
+            v->unpaired ? "; unpaired runs left out" : "", c->threshold);
+    c = &v->check[CHECK_LENGTH_SLOPE];
+    fprintf(f, "%s[%s] training length of incorrect responses over the last half, tokens per 100 steps: "
+            "GRPO %+.1f (CI %+.1f..%+.1f), Dr. GRPO %+.1f (CI %+.1f..%+.1f); wanted GRPO's CI above 0, "
+            "Dr. GRPO's containing 0 or below\n", item, PASS(c), c->f[0].v, c->f[0].lo, c->f[0].hi, c->f[1].v,
+            c->f[1].lo, c->f[1].hi);
+    if (v->saturated)
+        fprintf(f, "%snote: GRPO's incorrect training responses average %.1f tokens over the last tenth "
+                "against a budget of %d (truncation rate %.3f): with so little room left to grow, a flat "
+                "slope is saturation rather than the bias gone (a larger world.max_new_tokens, a smaller "
+                "lr or fewer steps keep them growing)\n", md ? "  - " : "  ", v->grpo_len_i, v->budget, v->grpo_trunc);
+    c = &v->check[CHECK_FAILING_STATES];
+    fprintf(f, "%s[%s] change from the first to the last tenth of training: truncation rate GRPO %+.3f vs "
+            "Dr. GRPO %+.3f, loop share GRPO %+.3f vs Dr. GRPO %+.3f; wanted both to rise under GRPO, and "
+            "by more than under Dr. GRPO\n", item, PASS(c), c->f[0].v, c->f[1].v, c->f[2].v, c->f[3].v);
+    c = &v->check[CHECK_DISAGREEMENT];
+    fprintf(f, "%s[%s] share of responses with a visible self-check disagreement, first -> last tenth: "
+            "GRPO %.3f -> %.3f, Dr. GRPO %.3f -> %.3f; wanted no collapse (last >= 1/%.0f of first, > 0)\n",
+            item, PASS(c), c->f[0].v, c->f[1].v, c->f[2].v, c->f[3].v, 1 / c->threshold);
+    c = &v->check[CHECK_REWARD];
+    fprintf(f, "%s[%s] final training reward: Dr. GRPO %.3f vs GRPO %.3f; wanted Dr. GRPO >= GRPO - %g\n", item,
+            PASS(c), c->f[0].v, c->f[1].v, c->threshold);
+    c = &v->check[CHECK_REWARD_RISES];
+    char side[2][96];
+    for (int k = 0; k < 2; k++) {
+        const Estimate *e = &c->f[k];
+        if (!isfinite(e->lo)) snprintf(side[k], sizeof side[k], "%+.3f (no CI)", e->v);
+        else if (v->runs[k] > 1) snprintf(side[k], sizeof side[k], "%+.3f (CI %+.3f..%+.3f over %d runs)", e->v, e->lo, e->hi, v->runs[k]);
+        else snprintf(side[k], sizeof side[k], "%+.3f (CI %+.3f..%+.3f over the steps of 1 run)", e->v, e->lo, e->hi);
+    }
+    fprintf(f, "%s[%s] training reward, last minus first tenth of the steps: GRPO %s, Dr. GRPO %s; wanted >= %+g "
+            "with the CI above 0 under both\n", item, PASS(c), side[0], side[1], c->threshold);
+    c = &v->check[CHECK_EVAL_BUDGET];
+    if (isfinite(c->f[0].lo)) snprintf(ci, sizeof ci, " (CI %.1f..%.1f)", c->f[0].lo, c->f[0].hi);
+    else ci[0] = 0;
+    char share[64] = "the budget not known";
+    if (c->f[1].v > 0) snprintf(share, sizeof share, "%.2f of a budget of %.0f", c->f[2].v, c->f[1].v);
+    fprintf(f, "%s[%s] final eval length of GRPO's incorrect responses: %.1f tokens%s, %s; wanted below %g of "
+            "the budget (world.max_new_tokens)\n", item, PASS(c), c->f[0].v, ci, share, c->threshold);
+}
+
 int summary_print(FILE *f, Run *const *runs, int n, int md) {
     int group[256];
     const char *names[MAX_OBJECTIVES];
     if (n > 256) n = 256;
     int ng = group_by_objective(runs, n, group, names, MAX_OBJECTIVES);
-    RunStats *st = xcalloc((size_t)n, sizeof *st);
-    for (int i = 0; i < n; i++) run_stats(runs[i], &st[i]);
+    RunFigures *st = xcalloc((size_t)n, sizeof *st);
+    for (int i = 0; i < n; i++) run_figures(runs[i], &st[i]);
     char buf[128];
 
     // ---- per run
@@ -205,8 +197,8 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
             md ? "### " : "");
     if (md) fprintf(f, "| run | objective | seed | steps |");
     else fprintf(f, "%-26s %-9s %6s %5s", "run", "objective", "seed", "steps");
-    for (int m = 0; m < N_METRICS; m++) cell(f, md, MET[m].head, m == M_SLOPE || m == M_SLOPE_I ? 16 : 11);
-    end_header(f, md, 4 + N_METRICS);
+    for (int m = 0; m < N_RUN_FIGURES; m++) cell(f, md, MET[m].head, m == RF_SLOPE || m == RF_SLOPE_I ? 16 : 11);
+    end_header(f, md, 4 + N_RUN_FIGURES);
     for (int i = 0; i < n; i++) {
         char steps[32];
         snprintf(steps, sizeof steps, "%lld%s", (long long)runs[i]->n_steps, run_complete(runs[i]) || runs[i]->steps_planned <= 0 ? "" : "*");
@@ -214,11 +206,11 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
                         (long long)runs[i]->seed, steps);
         else fprintf(f, "%-26.26s %-9s %6lld %5s", basename_of(runs[i]->path), objective_title(runs[i]->objective),
                      (long long)runs[i]->seed, steps);
-        for (int m = 0; m < N_METRICS; m++) {
+        for (int m = 0; m < N_RUN_FIGURES; m++) {
             char v[64];
             snprintf(v, sizeof v, MET[m].fmt, st[i].v[m]);
-            if (m == M_SLOPE || m == M_SLOPE_I) {
-                double h = st[i].slope_half[m == M_SLOPE_I];
+            if (m == RF_SLOPE || m == RF_SLOPE_I) {
+                double h = st[i].slope_half[m == RF_SLOPE_I];
                 snprintf(buf, sizeof buf, "%s ±%.1f", v, h);
                 cell(f, md, buf, 16);
             } else {
@@ -238,28 +230,23 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
             "over its last half, regression CI)\n\n", md ? "### " : "");
     if (md) fprintf(f, "| objective | runs |");
     else fprintf(f, "%-10s %4s", "objective", "runs");
-    for (int m = 0; m < N_METRICS; m++) cell(f, md, MET[m].head, 16);
-    end_header(f, md, 2 + N_METRICS);
-    double gmean[MAX_OBJECTIVES][N_METRICS], gslope[MAX_OBJECTIVES][2][2];
+    for (int m = 0; m < N_RUN_FIGURES; m++) cell(f, md, MET[m].head, 16);
+    end_header(f, md, 2 + N_RUN_FIGURES);
     int gcount[MAX_OBJECTIVES] = {0};
     for (int g = 0; g < ng; g++) {
-        double vals[256];
+        double vals[256], slope[2][2];
         for (int i = 0; i < n; i++) gcount[g] += group[i] == g;
         if (md) fprintf(f, "| %s | %d |", objective_title(names[g]), gcount[g]);
         else fprintf(f, "%-10s %4d", objective_title(names[g]), gcount[g]);
-        for (int c = 0; c < 2; c++) {
-            int steps;
-            group_curve_slope(runs, n, group, g, c, &gslope[g][c][0], &gslope[g][c][1], &steps);
-        }
-        for (int m = 0; m < N_METRICS; m++) {
+        for (int c = 0; c < 2; c++) group_length_slope(runs, n, group, g, c, &slope[c][0], &slope[c][1]);
+        for (int m = 0; m < N_RUN_FIGURES; m++) {
             int k = 0;
             for (int i = 0; i < n; i++)
                 if (group[i] == g) vals[k++] = st[i].v[m];
             double mean, half;
             mean_ci95(vals, k, &mean, &half);
-            gmean[g][m] = mean;
             char v[64];
-            if (m == M_SLOPE || m == M_SLOPE_I) mean = gslope[g][m == M_SLOPE_I][0], half = gslope[g][m == M_SLOPE_I][1];
+            if (m == RF_SLOPE || m == RF_SLOPE_I) mean = slope[m == RF_SLOPE_I][0], half = slope[m == RF_SLOPE_I][1];
             snprintf(v, sizeof v, MET[m].fmt, mean);
             if (isfinite(half)) snprintf(buf, sizeof buf, "%s ±%.*f", v, strstr(MET[m].fmt, "3") ? 3 : 1, half);
             else snprintf(buf, sizeof buf, "%s", v);
@@ -270,75 +257,8 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
 
     failing_states_print(f, runs, n, group, names, ng, md);
 
-    // ---- the finding (docs/results.md), when GRPO and Dr. GRPO are both present
-    int gg = -1, gd = -1;
-    for (int g = 0; g < ng; g++) {
-        if (strcmp(names[g], "grpo") == 0) gg = g;
-        if (strcmp(names[g], "dr_grpo") == 0) gd = g;
-    }
-    if (gg >= 0 && gd >= 0) {
-        fprintf(f, "\n%sThe finding of Liu et al. 2025 (GRPO vs Dr. GRPO; docs/results.md)\n\n", md ? "### " : "");
-        // 1: eval length of incorrect responses, GRPO / Dr. GRPO, paired by seed
-        double ratios[256];
-        int k = 0, unpaired = 0;
-        for (int i = 0; i < n; i++) {
-            if (group[i] != gg) continue;
-            int j = -1;
-            for (int t = 0; t < n; t++)
-                if (group[t] == gd && runs[t]->seed == runs[i]->seed) j = t;
-            if (j < 0) {
-                unpaired = 1;
-                continue;
-            }
-            ratios[k++] = st[i].v[M_ELEN_I] / st[j].v[M_ELEN_I];
-        }
-        double rm, rh;
-        if (k == 0) rm = gmean[gg][M_ELEN_I] / gmean[gd][M_ELEN_I], rh = NAN;
-        else mean_ci95(ratios, k, &rm, &rh);
-        int pass1 = rm >= 1.3 && isfinite(rh) && rm - rh > 1;
-        char ci[64];
-        if (isfinite(rh)) snprintf(ci, sizeof ci, "95%% CI %.2f..%.2f", rm - rh, rm + rh);
-        else snprintf(ci, sizeof ci, "no CI from %s", k ? "one seed pair" : "unpaired runs");
-        fprintf(f, "%s[%s] eval length of incorrect responses, GRPO / Dr. GRPO: %.2f (%s, "
-                "%d seed pair%s%s); wanted >= 1.3 with the CI above 1\n",
-                md ? "- " : "", pass1 ? "PASS" : "FAIL", rm, ci, k, k == 1 ? "" : "s",
-                unpaired ? "; unpaired runs left out" : "");
-        // 2: slopes of the incorrect training length over the last half
-        double gs = gslope[gg][1][0], gh = gslope[gg][1][1], ds = gslope[gd][1][0], dh = gslope[gd][1][1];
-        int pass2 = isfinite(gh) && gs - gh > 0 && isfinite(dh) && ds - dh <= 0;
-        fprintf(f, "%s[%s] training length of incorrect responses over the last half, tokens per 100 steps: "
-                "GRPO %+.1f (CI %+.1f..%+.1f), Dr. GRPO %+.1f (CI %+.1f..%+.1f); wanted GRPO's CI above 0, "
-                "Dr. GRPO's containing 0 or below\n",
-                md ? "- " : "", pass2 ? "PASS" : "FAIL", gs, gs - gh, gs + gh, ds, ds - dh, ds + dh);
-        // GRPO's side failed: say so when its failures are near the budget, where they cannot
-        // grow any more (seen at 64 prompts per step on the H200: docs/results.md)
-        int budget = group_budget(runs, n, group, gg);
-        if (!(isfinite(gh) && gs - gh > 0) && budget > 0 && gmean[gg][M_TLEN_I] >= 0.8 * budget)
-            fprintf(f, "%snote: GRPO's incorrect training responses average %.1f tokens over the last tenth "
-                    "against a budget of %d (truncation rate %.3f): with so little room left to grow, a flat "
-                    "slope is saturation rather than the bias gone (a larger world.max_new_tokens, a smaller "
-                    "lr or fewer steps keep them growing)\n",
-                    md ? "  - " : "  ", gmean[gg][M_TLEN_I], budget, gmean[gg][M_TRUNC1]);
-        // 3: failing states: truncation and loops rise under GRPO, and more than under Dr. GRPO
-        // (a share that falls under both, under GRPO by less, has not risen); disagreements persist
-        double tg = gmean[gg][M_TRUNC1] - gmean[gg][M_TRUNC0], td = gmean[gd][M_TRUNC1] - gmean[gd][M_TRUNC0];
-        double lg = gmean[gg][M_LOOP1] - gmean[gg][M_LOOP0], ld = gmean[gd][M_LOOP1] - gmean[gd][M_LOOP0];
-        int pass3a = tg > 0 && lg > 0 && tg > td && lg > ld;
-        fprintf(f, "%s[%s] change from the first to the last tenth of training: truncation rate GRPO %+.3f vs "
-                "Dr. GRPO %+.3f, loop share GRPO %+.3f vs Dr. GRPO %+.3f; wanted both to rise under GRPO, and "
-                "by more than under Dr. GRPO\n",
-                md ? "- " : "", pass3a ? "PASS" : "FAIL", tg, td, lg, ld);
-        int pass3b = gmean[gg][M_DIS1] >= 0.25 * gmean[gg][M_DIS0] && gmean[gd][M_DIS1] >= 0.25 * gmean[gd][M_DIS0] &&
-                     gmean[gg][M_DIS1] > 0 && gmean[gd][M_DIS1] > 0;
-        fprintf(f, "%s[%s] share of responses with a visible self-check disagreement, first -> last tenth: "
-                "GRPO %.3f -> %.3f, Dr. GRPO %.3f -> %.3f; wanted no collapse (last >= 1/4 of first, > 0)\n",
-                md ? "- " : "", pass3b ? "PASS" : "FAIL", gmean[gg][M_DIS0], gmean[gg][M_DIS1], gmean[gd][M_DIS0],
-                gmean[gd][M_DIS1]);
-        // 4: reward
-        int pass4 = gmean[gd][M_REWARD] >= gmean[gg][M_REWARD] - 0.03;
-        fprintf(f, "%s[%s] final training reward: Dr. GRPO %.3f vs GRPO %.3f; wanted Dr. GRPO >= GRPO - 0.03\n",
-                md ? "- " : "", pass4 ? "PASS" : "FAIL", gmean[gd][M_REWARD], gmean[gg][M_REWARD]);
-    }
     free(st);
+    Verdict v;
+    if (finding_verdict(runs, n, &v)) verdict_print(f, &v, md);
     return 0;
 }
