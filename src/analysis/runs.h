@@ -59,7 +59,7 @@ void run_free(Run *r);
 // (out[0]) and the last (out[1]) tenth of the steps (tenth_of): the share of responses with
 // a disagreement, and among those the shares that ended correct, gave up and looped, and
 // the mean length of those that failed (NaN where there is none). Going on after a
-// disagreement pays in reward when `correct` rises (docs/results.md). -1 and a message on
+// disagreement pays in reward when `correct` rises (docs/notebook/2026-12-03-outcome-reward.md). -1 and a message on
 // error (a log without the columns, e.g.).
 typedef struct {
     double share, correct, gave_up, looped, fail_len;
