@@ -6,6 +6,7 @@
 #include "../common.h"
 #include "../sim/cli.h"
 #include "../sim/runlog.h"
+#include "../sim/sweep.h"
 #include "analysis.h"
 
 static const CliOption plot_opts[] = {
@@ -25,8 +26,9 @@ static const CliSpec plot_spec = {
     "                   per objective, and the mean correct / incorrect length over training\n"
     "  difficulty-bias  each question's mean |advantage| and sum of token |weights| against its\n"
     "                   accuracy p, with the closed forms and the example groups (1,1,0,0), (1,1,1,0)\n"
-    "Runs still being written are read up to their last step (and said so on the figure).",
-    "fig5|length-bias|difficulty-bias RUN.h5... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
+    "Runs still being written are read up to their last step (and said so on the figure).\n"
+    "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
+    "fig5|length-bias|difficulty-bias RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
     plot_opts, 3, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
@@ -38,8 +40,9 @@ static const CliSpec summary_spec = {
     "The final figures of each run and of each objective across seeds (mean and 95% CI): reward,\n"
     "train and eval lengths of correct and incorrect responses, the slope of the training length\n"
     "over the last half with its 95% CI, eval score, gradient-bias cosine, truncation, loop and\n"
-    "self-check disagreement shares; with GRPO and Dr. GRPO runs, the checks of the paper's finding.",
-    "RUN.h5... [--md] [--check]",
+    "self-check disagreement shares; with GRPO and Dr. GRPO runs, the checks of the paper's finding.\n"
+    "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
+    "RUN.h5|SWEEP_DIR... [--md] [--check]",
     summary_opts, 2, CLI_MAX_POSITIONAL, "RUN.h5..."};
 
 // Loads every run; on error prints it and frees what was loaded.
@@ -56,6 +59,35 @@ static Run **load_runs(const char *const *paths, int n) {
         }
     }
     return runs;
+}
+
+// The run logs of the command line with every sweep out directory replaced by the runs of
+// its manifest (sweep_expand_dir), in order; NULL after printing an error. Free with
+// free_runs(paths, *n).
+static char **expand_runs(const char *const *args, int n_args, int *n) {
+    char **paths = NULL;
+    *n = 0;
+    for (int i = 0; i < n_args; i++) {
+        char **dir = NULL, err[2048];
+        int k = sweep_expand_dir(args[i], &dir, err, sizeof err);
+        if (k < 0) {
+            fprintf(stderr, "grpolab: error: %s\n", err);
+            for (int j = 0; j < *n; j++) free(paths[j]);
+            free(paths);
+            return NULL;
+        }
+        paths = realloc(paths, ((size_t)*n + (size_t)(k ? k : 1)) * sizeof *paths);
+        if (!paths) die("out of memory");
+        for (int j = 0; j < k; j++) paths[(*n)++] = dir[j];
+        if (k == 0) paths[(*n)++] = xstrdup(args[i]);
+        free(dir);
+    }
+    return paths;
+}
+
+static void free_runs(char **paths, int n) {
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
 }
 
 // cli_parse with -o X as the short form of --out X.
@@ -104,8 +136,11 @@ int cmd_plot(int argc, char **argv) {
             return 2;
         }
     }
-    int n = a.n_positional - 1;
-    Run **runs = load_runs(a.positional + 1, n);
+    int n;
+    char **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n);
+    if (!paths) return 2;
+    Run **runs = load_runs((const char *const *)paths, n);
+    free_runs(paths, n);
     if (!runs) return 1;
     fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
     rc = draw(runs, n, &o, err, sizeof err);
@@ -131,15 +166,17 @@ int cmd_summary(int argc, char **argv) {
         cli_print_usage(&summary_spec, stderr);
         return 2;
     }
-    int n = a.n_positional;
+    int n;
+    char **paths = expand_runs(a.positional, a.n_positional, &n);
+    if (!paths) return 2;
     if (cli_flag(&summary_spec, &a, "check")) {
         // one line per run; an unreadable or empty run counts as not complete
         int all = 1;
         char err[2048];
         for (int i = 0; i < n; i++) {
-            Run *r = run_load(a.positional[i], err, sizeof err);
+            Run *r = run_load(paths[i], err, sizeof err);
             if (!r) {
-                printf("%s: not complete: %s\n", a.positional[i], err);
+                printf("%s: not complete: %s\n", paths[i], err);
                 all = 0;
                 continue;
             }
@@ -148,9 +185,11 @@ int cmd_summary(int argc, char **argv) {
             all &= run_complete(r);
             run_free(r);
         }
+        free_runs(paths, n);
         return all ? 0 : 1;
     }
-    Run **runs = load_runs(a.positional, n);
+    Run **runs = load_runs((const char *const *)paths, n);
+    free_runs(paths, n);
     if (!runs) return 1;
     summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
     for (int i = 0; i < n; i++) run_free(runs[i]);

@@ -15,6 +15,7 @@
 #include "model.h"
 #include "pretrain.h"
 #include "setup.h"
+#include "sweep.h"
 #include "train.h"
 
 typedef struct {
@@ -472,6 +473,7 @@ static const Command commands[] = {
     {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
+    {"sweep", "a grid of train runs from a sweep file: plan, run here N at a time, or a Slurm job array", cmd_sweep},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},
