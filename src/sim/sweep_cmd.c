@@ -590,9 +590,9 @@ static int sweep_slurm(int argc, char **argv) {
         rc = 1;
     }
     if (rc == 0) {
-        printf("sweep slurm: wrote %s: a job array of %d task%s (%d cpu%s%s), logs %s/task-<i>.log\n", script,
-               s->n_runs, s->n_runs == 1 ? "" : "s", o.cpus, o.cpus == 1 ? "" : "s",
-               o.gpus ? ", GPUs" : "", logs);
+        printf("sweep slurm: wrote %s: a job array of %d task%s (%d CPU%s, %d GPU%s each), logs %s/task-<i>.log\n",
+               script, s->n_runs, s->n_runs == 1 ? "" : "s", o.cpus, o.cpus == 1 ? "" : "s", o.gpus,
+               o.gpus == 1 ? "" : "s", logs);
     }
     if (rc == 0 && cli_flag(&slurm_spec, &a, "submit")) {
         char *cmd = xmalloc(2 * strlen(script) + 64);
