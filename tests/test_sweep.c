@@ -336,6 +336,20 @@ static void test_cli_errors(void **state) {
     snprintf(args, sizeof args, "sweep run %s --jobs 0", sw);
     assert_int_equal(run_both(args, out, sizeof out), 2);
     assert_non_null(strstr(out, "--jobs '0'"));
+    // a run that would start from a model that is not there: nothing is started
+    char base[128], text[512];
+    snprintf(base, sizeof base, "%s/noinit.ini", dir);
+    write_file(base, "[train]\ninit = /nonexistent/base.h5\n");
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/noinit\n[grid]\nrun.seed = 1, 2\n", base, dir);
+    write_file(sw, text);
+    snprintf(args, sizeof args, "sweep run %s", sw);
+    assert_int_equal(run_both(args, out, sizeof out), 2);
+    printf("  -> %s", out);
+    assert_non_null(strstr(out, "train.init '/nonexistent/base.h5' (run 0) cannot be read"));
+    assert_non_null(strstr(out, "2 runs would start from a model that is not there"));
+    snprintf(args, sizeof args, "sweep task %s 2", sw);
+    assert_int_equal(run_both(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "INDEX '2': expected a run of"));
     assert_int_equal(run_both("sweep slurm --help", out, sizeof out), 0);
     assert_non_null(strstr(out, "--submit"));
 }

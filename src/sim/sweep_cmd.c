@@ -65,7 +65,8 @@ static Sweep *load_checked(const char *file, RunState **states) {
     }
     if (!states) return s;
     *states = xcalloc((size_t)s->n_runs, sizeof **states);
-    int refused = 0;
+    int refused = 0, no_init = 0;
+    char missing[1024] = "";  // the last train.init reported missing: each is said once
     for (int i = 0; i < s->n_runs; i++) {
         Config *c = sweep_run_config(s, i, err, sizeof err);  // resolved by sweep_check
         (*states)[i] = run_state(s, i, c, err, sizeof err);
@@ -73,7 +74,22 @@ static Sweep *load_checked(const char *file, RunState **states) {
             fprintf(stderr, "grpolab sweep: %s\n", err);
             refused++;
         }
+        const char *init = config_str(c, "train.init");
+        if ((*states)[i] != RUN_COMPLETE && (*states)[i] != RUN_RESUME && access(init, R_OK) != 0) {
+            if (strcmp(init, missing) != 0)
+                fprintf(stderr, "grpolab sweep: error: train.init '%s' (run %d) cannot be read: %s (pretrain or copy the base model there first)\n", init, i, strerror(errno));
+            snprintf(missing, sizeof missing, "%s", init);
+            no_init++;
+        }
         config_free(c);
+    }
+    if (no_init && !refused) {
+        fprintf(stderr, "grpolab sweep: error: %d run%s would start from a model that is not there (above): "
+                "nothing was started\n", no_init, no_init == 1 ? "" : "s");
+        free(*states);
+        *states = NULL;
+        sweep_free(s);
+        return NULL;
     }
     if (refused) {
         fprintf(stderr, "grpolab sweep: error: %d run log%s in %s %s made with another config than "
@@ -392,10 +408,15 @@ static int sweep_task(int argc, char **argv) {
         fprintf(stderr, "grpolab sweep: error: %s\n", err);
         return 2;
     }
-    if (parse_count("INDEX", a.positional[1], 0, s->n_runs - 1, &index) != 0) {
+    char *end;
+    long ix = strtol(a.positional[1], &end, 10);
+    if (!*a.positional[1] || *end || ix < 0 || ix >= s->n_runs) {
+        fprintf(stderr, "grpolab sweep task: error: INDEX '%s': expected a run of %s, 0 to %d\n",
+                a.positional[1], s->path, s->n_runs - 1);
         sweep_free(s);
         return 2;
     }
+    index = (int)ix;
     char name[1024];
     Config *c = NULL;
     if (sweep_run_name(s, index, name, sizeof name) != 0 || !(c = sweep_run_config(s, index, err, sizeof err))) {
