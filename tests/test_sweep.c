@@ -184,14 +184,15 @@ static void test_run_config_and_check(void **state) {
 }
 
 static void test_manifest(void **state) {
-    char text[512], out[128], **runs = NULL;
+    char text[512], out[128], note[256], **runs = NULL;
     snprintf(out, sizeof out, "%s/deep/out", dir);
     snprintf(text, sizeof text, "[sweep]\nconfig = c.ini\nout = %s\n[grid]\nrun.seed = 3..4\n"
-             "objective.preset = grpo, dr_grpo\n", out);
+             "train.steps = 7\noptim.lr = 1e-5, 2e-5\nobjective.preset = grpo, dr_grpo\n", out);
     Sweep *s = load_ok(text);
     assert_int_equal(sweep_write_manifest(s, err, sizeof err), 0);  // creates the directories
-    int n = sweep_expand_dir(out, &runs, err, sizeof err);
-    assert_int_equal(n, 4);
+    int n = sweep_expand_dir(out, &runs, note, sizeof note, err, sizeof err);
+    assert_int_equal(n, 8);
+    assert_string_equal(note, "optim.lr");  // varies besides the seed and the objective
     for (int i = 0; i < n; i++) {
         char *want = sweep_run_path(s, i);
         assert_string_equal(runs[i], want);
@@ -202,8 +203,8 @@ static void test_manifest(void **state) {
     // a file is not expanded; a directory without a manifest is an error
     char file[160];
     snprintf(file, sizeof file, "%s/sweep.runs", out);
-    assert_int_equal(sweep_expand_dir(file, &runs, err, sizeof err), 0);
-    assert_int_equal(sweep_expand_dir(dir, &runs, err, sizeof err), -1);
+    assert_int_equal(sweep_expand_dir(file, &runs, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(sweep_expand_dir(dir, &runs, NULL, 0, err, sizeof err), -1);
     printf("  -> %s\n", err);
     assert_non_null(strstr(err, "without a sweep manifest"));
     sweep_free(s);

@@ -68,8 +68,8 @@ static char **expand_runs(const char *const *args, int n_args, int *n) {
     char **paths = NULL;
     *n = 0;
     for (int i = 0; i < n_args; i++) {
-        char **dir = NULL, err[2048];
-        int k = sweep_expand_dir(args[i], &dir, err, sizeof err);
+        char **dir = NULL, err[2048], note[1024];
+        int k = sweep_expand_dir(args[i], &dir, note, sizeof note, err, sizeof err);
         if (k < 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);
             for (int j = 0; j < *n; j++) free(paths[j]);
@@ -78,6 +78,10 @@ static char **expand_runs(const char *const *args, int n_args, int *n) {
         }
         paths = realloc(paths, ((size_t)*n + (size_t)(k ? k : 1)) * sizeof *paths);
         if (!paths) die("out of memory");
+        if (note[0])
+            fprintf(stderr, "grpolab: note: the runs of %s also differ in %s, and runs are grouped by "
+                    "objective only: give the logs of one value by name to keep them apart (%s/sweep.runs "
+                    "lists the runs with their values)\n", args[i], note, args[i]);
         for (int j = 0; j < k; j++) paths[(*n)++] = dir[j];
         if (k == 0) paths[(*n)++] = xstrdup(args[i]);
         free(dir);

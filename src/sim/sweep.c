@@ -523,9 +523,10 @@ int sweep_write_manifest(const Sweep *s, char *err, size_t errlen) {
     return bad ? -1 : 0;
 }
 
-int sweep_expand_dir(const char *path, char ***runs, char *err, size_t errlen) {
+int sweep_expand_dir(const char *path, char ***runs, char *note, size_t notelen, char *err, size_t errlen) {
     struct stat st;
     *runs = NULL;
+    if (note && notelen) note[0] = '\0';
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
     char *mpath = xmalloc(strlen(path) + sizeof MANIFEST + 2);
     sprintf(mpath, "%s/%s", path, MANIFEST);
@@ -536,14 +537,34 @@ int sweep_expand_dir(const char *path, char ***runs, char *err, size_t errlen) {
         free(mpath);
         return -1;
     }
-    int n = 0;
+    // the grid's keys with their first value, and whether a later run has another
+    char key[SWEEP_MAX_AXES][128], first[SWEEP_MAX_AXES][256];
+    int varies[SWEEP_MAX_AXES] = {0}, n_keys = 0, n = 0;
     char line[8192];
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n') continue;
-        size_t len = strcspn(line, "\t\n");
+        line[strcspn(line, "\n")] = '\0';
+        size_t len = strcspn(line, "\t");
         char *p = xmalloc(strlen(path) + len + 5);
         sprintf(p, "%s/%.*s.h5", path, (int)len, line);
         push(runs, &n, p);
+        for (char *field = line + len; *field == '\t';) {
+            field++;
+            size_t fl = strcspn(field, "\t"), kl = strcspn(field, "=");
+            if (kl < fl) {
+                int k = 0;
+                while (k < n_keys && (strlen(key[k]) != kl || strncmp(key[k], field, kl) != 0)) k++;
+                if (k == n_keys && n_keys < SWEEP_MAX_AXES && kl < sizeof key[0]) {
+                    snprintf(key[k], sizeof key[k], "%.*s", (int)kl, field);
+                    snprintf(first[k], sizeof first[k], "%.*s", (int)(fl - kl - 1), field + kl + 1);
+                    n_keys++;
+                } else if (k < n_keys && (strlen(first[k]) != fl - kl - 1 ||
+                                          strncmp(first[k], field + kl + 1, fl - kl - 1) != 0)) {
+                    varies[k] = 1;
+                }
+            }
+            field += fl;
+        }
     }
     fclose(f);
     if (n == 0) {
@@ -551,6 +572,11 @@ int sweep_expand_dir(const char *path, char ***runs, char *err, size_t errlen) {
         free(*runs);
         *runs = NULL;
         n = -1;
+    }
+    for (int k = 0, any = 0; n > 0 && note && k < n_keys; k++) {
+        if (!varies[k] || !strcmp(key[k], "objective.preset") || !strcmp(key[k], "run.seed")) continue;
+        size_t o = strlen(note);
+        snprintf(note + o, notelen - o, "%s%s", any++ ? ", " : "", key[k]);
     }
     free(mpath);
     return n;

@@ -91,10 +91,12 @@ int sweep_write_manifest(const Sweep *s, char *err, size_t errlen);
 // Creates OUT and its parents as needed: 0, or -1 with a message.
 int sweep_make_out_dir(const Sweep *s, char *err, size_t errlen);
 // If path is a directory holding a manifest, the run logs it lists (DIR/NAME.h5, malloc'd,
-// in the manifest's order) and their count; 0 if path is not such a directory; -1 with a
-// message on an unreadable manifest. Lets `grpolab summary DIR` and `grpolab plot FIG DIR`
-// take a sweep's output directory.
-int sweep_expand_dir(const char *path, char ***runs, char *err, size_t errlen);
+// in the manifest's order) and their count; 0 if path is not a directory; -1 with a message
+// if it is one without a readable manifest. Lets `grpolab summary DIR` and `grpolab plot FIG
+// DIR` take a sweep's output directory. note (may be NULL) receives the grid keys other than
+// objective.preset and run.seed whose values differ between the runs, comma-separated ("" if
+// none): the analysis groups runs by objective only, so these would be pooled.
+int sweep_expand_dir(const char *path, char ***runs, char *note, size_t notelen, char *err, size_t errlen);
 
 // `grpolab sweep plan|run|slurm|task FILE ...` (argv[0] is "sweep").
 int cmd_sweep(int argc, char **argv);
