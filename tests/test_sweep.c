@@ -223,6 +223,13 @@ static int run_both(const char *args, char *out, size_t cap) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// run_both, then its output printed.
+static int run_print(const char *args, char *out, size_t cap) {
+    int rc = run_both(args, out, cap);
+    printf("%s", out);
+    return rc;
+}
+
 static int complete(const char *path) {
     Run *r = run_load(path, err, sizeof err);
     int ok = r && run_complete(r);
@@ -249,8 +256,7 @@ static void test_sweep_run(void **state) {
              "objective.preset = grpo, dr_grpo\nrun.seed = 1..2\n", base, dir);
     write_file(sw, text);
     snprintf(args, sizeof args, "sweep run %s --jobs 2", sw);
-    int rc = run_both(args, out, sizeof out);
-    printf("%s", out);
+    int rc = run_print(args, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "4 trained, 0 kept, 0 failed"));
     assert_non_null(strstr(out, "2 at a time, run.threads="));  // nproc / jobs each
@@ -267,8 +273,7 @@ static void test_sweep_run(void **state) {
     assert_non_null(strstr(out, "0 trained, 4 kept"));
     // the summary takes the sweep's directory
     snprintf(args, sizeof args, "summary --check %s/runs", dir);
-    rc = run_both(args, out, sizeof out);
-    printf("%s", out);
+    rc = run_print(args, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "preset-dr_grpo_seed-2.h5: 2 of 2 steps, complete"));
 
@@ -292,8 +297,7 @@ static void test_sweep_run(void **state) {
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM);
     snprintf(args, sizeof args, "sweep plan %s", sw);
-    rc = run_both(args, out, sizeof out);
-    printf("%s", out);
+    rc = run_print(args, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "resumes from its checkpoint"));
     snprintf(path, sizeof path, "%s/long/seed-5.h5", dir);
@@ -303,8 +307,7 @@ static void test_sweep_run(void **state) {
              "optim.lr = 5e-4\n[grid]\nrun.seed = 5\n", base, dir);
     write_file(sw, text);
     snprintf(args, sizeof args, "sweep run %s", sw);
-    rc = run_both(args, out, sizeof out);
-    printf("%s", out);
+    rc = run_print(args, out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "optim.lr"));
     assert_non_null(strstr(out, "nothing was trained"));
@@ -355,6 +358,62 @@ static void test_cli_errors(void **state) {
     assert_non_null(strstr(out, "--submit"));
 }
 
+static int file_has(const char *path, const char *needle) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+// The batch script of `sweep slurm` (no Slurm needed): the array, the [slurm] options with
+// the flags over them, one resumable task per run; --submit without sbatch leaves the script.
+static void test_slurm_script(void **state) {
+    char base[128], sw[128], text[512], args[512], out[4096], script[160], line[512];
+    snprintf(base, sizeof base, "%s/slurm.ini", dir);
+    snprintf(text, sizeof text, "[train]\ninit = %s/slurm.ini\n", dir);  // any readable file
+    write_file(base, text);
+    snprintf(sw, sizeof sw, "%s/slurm.sweep", dir);
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/sl\nname = abl\n[grid]\n"
+             "objective.preset = grpo, dr_grpo, dapo\n[slurm]\npartition = cpu\ntime = 00:30:00\n"
+             "cpus = 2\nmax_parallel = 2\n", base, dir);
+    write_file(sw, text);
+    snprintf(args, sizeof args, "sweep slurm %s --time 01:00:00 --gpus 1 --mem 4G", sw);
+    int rc = run_print(args, out, sizeof out);
+    assert_int_equal(rc, 0);
+    snprintf(script, sizeof script, "%s/sl/sweep.sbatch", dir);
+    const char *want[] = {"#SBATCH --job-name=grpolab-abl\n", "#SBATCH --array=0-2%2\n",
+                          "#SBATCH --cpus-per-task=2\n", "#SBATCH --partition=cpu\n",
+                          "#SBATCH --time=01:00:00\n", "#SBATCH --mem=4G\n", "#SBATCH --gres=gpu:1\n",
+                          "/sl/logs/task-%a.log\n", "\"$SLURM_ARRAY_TASK_ID\" --threads 2\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!file_has(script, want[i])) fail_msg("%s lacks '%s'", script, want[i]);
+    snprintf(line, sizeof line, " sweep task '%s' ", sw);  // the sweep file by absolute path
+    assert_true(file_has(script, line));
+    snprintf(line, sizeof line, "%s/sl/sweep.runs", dir);
+    assert_int_equal(access(line, F_OK), 0);
+    // a bad flag is checked as the [slurm] line would be
+    snprintf(args, sizeof args, "sweep slurm %s --cpus two", sw);
+    assert_int_equal(run_both(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "cpus = 'two'"));
+    // --submit where no sbatch is on PATH: the script is written, exit 1
+    unlink(script);
+    const char *bin = getenv("GRPOLAB_BIN");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "PATH=/nonexistent %s sweep slurm %s --submit 2>&1", bin ? bin : "build/grpolab", sw);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    printf("%s", out);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    assert_non_null(strstr(out, "no sbatch on PATH"));
+    assert_int_equal(access(script, F_OK), 0);
+}
+
 static int setup(void **state) {
     snprintf(dir, sizeof dir, "/tmp/grpolab-sweep-XXXXXX");
     return mkdtemp(dir) ? 0 : -1;
@@ -371,7 +430,7 @@ int main(void) {
         cmocka_unit_test(test_grid_order_and_names), cmocka_unit_test(test_name_labels),
         cmocka_unit_test(test_refused),              cmocka_unit_test(test_run_config_and_check),
         cmocka_unit_test(test_manifest),             cmocka_unit_test(test_sweep_run),
-        cmocka_unit_test(test_cli_errors),
+        cmocka_unit_test(test_cli_errors),           cmocka_unit_test(test_slurm_script),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
