@@ -190,21 +190,40 @@ static void test_manifest(void **state) {
              "train.steps = 7\noptim.lr = 1e-5, 2e-5\nobjective.preset = grpo, dr_grpo\n", out);
     Sweep *s = load_ok(text);
     assert_int_equal(sweep_write_manifest(s, err, sizeof err), 0);  // creates the directories
-    int n = sweep_expand_dir(out, &runs, note, sizeof note, err, sizeof err);
+    char **groups = NULL;
+    int n = sweep_expand_dir(out, &runs, &groups, note, sizeof note, err, sizeof err);
     assert_int_equal(n, 8);
     assert_string_equal(note, "optim.lr");  // varies besides the seed and the objective
     for (int i = 0; i < n; i++) {
         char *want = sweep_run_path(s, i);
         assert_string_equal(runs[i], want);
+        assert_string_equal(groups[i], i % 4 < 2 ? "lr-1e-5" : "lr-2e-5");  // (seed, lr, preset)
         free(want);
         free(runs[i]);
+        free(groups[i]);
     }
     free(runs);
+    free(groups);
+    sweep_free(s);
+    // objectives and seeds only: no groups within an objective
+    snprintf(text, sizeof text, "[sweep]\nconfig = c.ini\nout = %s\n[grid]\nrun.seed = 3..4\n"
+             "objective.preset = grpo, dr_grpo\n", out);
+    s = load_ok(text);
+    assert_int_equal(sweep_write_manifest(s, err, sizeof err), 0);
+    assert_int_equal(sweep_expand_dir(out, &runs, &groups, note, sizeof note, err, sizeof err), 4);
+    assert_string_equal(note, "");
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(groups[i], "");
+        free(runs[i]);
+        free(groups[i]);
+    }
+    free(runs);
+    free(groups);
     // a file is not expanded; a directory without a manifest is an error
     char file[160];
     snprintf(file, sizeof file, "%s/sweep.runs", out);
-    assert_int_equal(sweep_expand_dir(file, &runs, NULL, 0, err, sizeof err), 0);
-    assert_int_equal(sweep_expand_dir(dir, &runs, NULL, 0, err, sizeof err), -1);
+    assert_int_equal(sweep_expand_dir(file, &runs, NULL, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(sweep_expand_dir(dir, &runs, NULL, NULL, 0, err, sizeof err), -1);
     printf("  -> %s\n", err);
     assert_non_null(strstr(err, "without a sweep manifest"));
     sweep_free(s);
@@ -276,6 +295,25 @@ static void test_sweep_run(void **state) {
     rc = run_print(args, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "preset-dr_grpo_seed-2.h5: 2 of 2 steps, complete"));
+
+    // over objectives and seeds alone: one group per objective, the finding's checks
+    snprintf(args, sizeof args, "summary %s/runs", dir);
+    assert_int_equal(run_both(args, out, sizeof out), 0);
+    assert_null(strstr(out, "they are grouped by"));
+    assert_non_null(strstr(out, "The finding of"));
+    // a sweep that also varies the learning rate: grouped by objective and lr, no finding checks
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/lr\n[grid]\n"
+             "objective.preset = grpo, dr_grpo\noptim.lr = 1e-3, 2e-3\n", base, dir);
+    write_file(sw, text);
+    snprintf(args, sizeof args, "sweep run %s --jobs 2", sw);
+    assert_int_equal(run_both(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "summary %s/lr", dir);
+    rc = run_print(args, out, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "they are grouped by objective and optim.lr"));
+    assert_non_null(strstr(out, "\ngrpo_lr-2e-3 "));
+    assert_non_null(strstr(out, "\ndr_grpo_lr-1e-3 "));
+    assert_null(strstr(out, "The finding of"));
 
     // a run stopped by a signal continues from its checkpoint
     snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/long\n[set]\ntrain.steps = 20\n"

@@ -61,37 +61,84 @@ static Run **load_runs(const char *const *paths, int n) {
     return runs;
 }
 
+static void free_runs(char **paths, char **groups, int n);
+
 // The run logs of the command line with every sweep out directory replaced by the runs of
-// its manifest (sweep_expand_dir), in order; NULL after printing an error. Free with
-// free_runs(paths, *n).
-static char **expand_runs(const char *const *args, int n_args, int *n) {
+// its manifest (sweep_expand_dir), in order, and per run its group within its objective
+// (*groups; "" where none); NULL after printing an error. Free both with free_runs.
+static char **expand_runs(const char *const *args, int n_args, int *n, char ***groups) {
     char **paths = NULL;
     *n = 0;
+    *groups = NULL;
     for (int i = 0; i < n_args; i++) {
-        char **dir = NULL, err[2048], note[1024];
-        int k = sweep_expand_dir(args[i], &dir, note, sizeof note, err, sizeof err);
+        char **dir = NULL, **dir_groups = NULL, err[2048], note[1024];
+        int k = sweep_expand_dir(args[i], &dir, &dir_groups, note, sizeof note, err, sizeof err);
         if (k < 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);
-            for (int j = 0; j < *n; j++) free(paths[j]);
-            free(paths);
+            free_runs(paths, *groups, *n);
             return NULL;
         }
-        paths = realloc(paths, ((size_t)*n + (size_t)(k ? k : 1)) * sizeof *paths);
-        if (!paths) die("out of memory");
+        int add = k ? k : 1;
+        paths = realloc(paths, ((size_t)*n + (size_t)add) * sizeof *paths);
+        *groups = realloc(*groups, ((size_t)*n + (size_t)add) * sizeof **groups);
+        if (!paths || !*groups) die("out of memory");
         if (note[0])
-            fprintf(stderr, "grpolab: note: the runs of %s also differ in %s, and runs are grouped by "
-                    "objective only: give the logs of one value by name to keep them apart (%s/sweep.runs "
-                    "lists the runs with their values)\n", args[i], note, args[i]);
-        for (int j = 0; j < k; j++) paths[(*n)++] = dir[j];
-        if (k == 0) paths[(*n)++] = xstrdup(args[i]);
+            fprintf(stderr, "grpolab: note: the runs of %s also differ in %s: they are grouped by objective "
+                    "and %s (OBJECTIVE_%s, ...)\n", args[i], note, note, dir_groups[0]);
+        for (int j = 0; j < k; j++, (*n)++) {
+            paths[*n] = dir[j];
+            (*groups)[*n] = dir_groups[j];
+        }
+        if (k == 0) {
+            paths[*n] = xstrdup(args[i]);
+            (*groups)[(*n)++] = xstrdup("");
+        }
         free(dir);
+        free(dir_groups);
     }
     return paths;
 }
 
-static void free_runs(char **paths, int n) {
-    for (int i = 0; i < n; i++) free(paths[i]);
+static void free_runs(char **paths, char **groups, int n) {
+    for (int i = 0; i < n; i++) {
+        free(paths[i]);
+        free(groups[i]);
+    }
     free(paths);
+    free(groups);
+}
+
+// load_runs, then each run's group added to its objective, the label the analysis groups
+// by ("grpo" in group "lr-1e-5": "grpo_lr-1e-5"); NULL after printing an error.
+static Run **load_grouped(char **paths, char **groups, int n) {
+    Run **runs = load_runs((const char *const *)paths, n);
+    for (int i = 0; runs && i < n; i++) {
+        if (!groups[i][0]) continue;
+        char label[sizeof runs[i]->objective];
+        if (snprintf(label, sizeof label, "%s_%s", runs[i]->objective, groups[i]) >= (int)sizeof label) {
+            fprintf(stderr, "grpolab: error: %s: the group '%s_%s' is longer than %zu characters: give "
+                    "the runs of one value by name\n", runs[i]->path, runs[i]->objective, groups[i],
+                    sizeof label - 1);
+            for (int j = 0; j < n; j++) run_free(runs[j]);
+            free(runs);
+            return NULL;
+        }
+        memcpy(runs[i]->objective, label, sizeof label);
+    }
+    int ng = 0;  // distinct labels, at most MAX_OBJECTIVES drawn or tabulated
+    for (int i = 0; runs && i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(runs[j]->objective, runs[i]->objective) == 0;
+        ng += !seen;
+    }
+    if (ng > MAX_OBJECTIVES) {
+        fprintf(stderr, "grpolab: error: the runs form %d groups (objective and grid values), more than the %d "
+                "the analysis keeps apart: give the runs of fewer values by name\n", ng, MAX_OBJECTIVES);
+        for (int j = 0; j < n; j++) run_free(runs[j]);
+        free(runs);
+        return NULL;
+    }
+    return runs;
 }
 
 // cli_parse with -o X as the short form of --out X.
@@ -141,10 +188,10 @@ int cmd_plot(int argc, char **argv) {
         }
     }
     int n;
-    char **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n);
+    char **groups, **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n, &groups);
     if (!paths) return 2;
-    Run **runs = load_runs((const char *const *)paths, n);
-    free_runs(paths, n);
+    Run **runs = load_grouped(paths, groups, n);
+    free_runs(paths, groups, n);
     if (!runs) return 1;
     fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
     rc = draw(runs, n, &o, err, sizeof err);
@@ -171,7 +218,7 @@ int cmd_summary(int argc, char **argv) {
         return 2;
     }
     int n;
-    char **paths = expand_runs(a.positional, a.n_positional, &n);
+    char **groups, **paths = expand_runs(a.positional, a.n_positional, &n, &groups);
     if (!paths) return 2;
     if (cli_flag(&summary_spec, &a, "check")) {
         // one line per run; an unreadable or empty run counts as not complete
@@ -189,11 +236,11 @@ int cmd_summary(int argc, char **argv) {
             all &= run_complete(r);
             run_free(r);
         }
-        free_runs(paths, n);
+        free_runs(paths, groups, n);
         return all ? 0 : 1;
     }
-    Run **runs = load_runs((const char *const *)paths, n);
-    free_runs(paths, n);
+    Run **runs = load_grouped(paths, groups, n);
+    free_runs(paths, groups, n);
     if (!runs) return 1;
     summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
     for (int i = 0; i < n; i++) run_free(runs[i]);

@@ -523,9 +523,24 @@ int sweep_write_manifest(const Sweep *s, char *err, size_t errlen) {
     return bad ? -1 : 0;
 }
 
-int sweep_expand_dir(const char *path, char ***runs, char *note, size_t notelen, char *err, size_t errlen) {
+// The value of key in a manifest line's fields ("\tkey=value\t..."), or NULL; its length in *len.
+static const char *manifest_value(const char *fields, const char *key, size_t *len) {
+    size_t kl = strlen(key);
+    for (const char *f = fields; (f = strchr(f, '\t')) != NULL;) {
+        f++;
+        if (strncmp(f, key, kl) == 0 && f[kl] == '=') {
+            *len = strcspn(f + kl + 1, "\t");
+            return f + kl + 1;
+        }
+    }
+    return NULL;
+}
+
+int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note, size_t notelen,
+                     char *err, size_t errlen) {
     struct stat st;
     *runs = NULL;
+    if (groups) *groups = NULL;
     if (note && notelen) note[0] = '\0';
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
     char *mpath = xmalloc(strlen(path) + sizeof MANIFEST + 2);
@@ -537,10 +552,8 @@ int sweep_expand_dir(const char *path, char ***runs, char *note, size_t notelen,
         free(mpath);
         return -1;
     }
-    // the grid's keys with their first value, and whether a later run has another
-    char key[SWEEP_MAX_AXES][128], first[SWEEP_MAX_AXES][256];
-    int varies[SWEEP_MAX_AXES] = {0}, n_keys = 0, n = 0;
-    char line[8192];
+    char **lines = NULL, line[8192];
+    int n = 0, n_lines = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n') continue;
         line[strcspn(line, "\n")] = '\0';
@@ -548,36 +561,49 @@ int sweep_expand_dir(const char *path, char ***runs, char *note, size_t notelen,
         char *p = xmalloc(strlen(path) + len + 5);
         sprintf(p, "%s/%.*s.h5", path, (int)len, line);
         push(runs, &n, p);
-        for (char *field = line + len; *field == '\t';) {
-            field++;
-            size_t fl = strcspn(field, "\t"), kl = strcspn(field, "=");
-            if (kl < fl) {
-                int k = 0;
-                while (k < n_keys && (strlen(key[k]) != kl || strncmp(key[k], field, kl) != 0)) k++;
-                if (k == n_keys && n_keys < SWEEP_MAX_AXES && kl < sizeof key[0]) {
-                    snprintf(key[k], sizeof key[k], "%.*s", (int)kl, field);
-                    snprintf(first[k], sizeof first[k], "%.*s", (int)(fl - kl - 1), field + kl + 1);
-                    n_keys++;
-                } else if (k < n_keys && (strlen(first[k]) != fl - kl - 1 ||
-                                          strncmp(first[k], field + kl + 1, fl - kl - 1) != 0)) {
-                    varies[k] = 1;
-                }
-            }
-            field += fl;
-        }
+        push(&lines, &n_lines, xstrdup(line));
     }
     fclose(f);
     if (n == 0) {
         set_err(err, errlen, "sweep manifest '%s' lists no run", mpath);
-        free(*runs);
-        *runs = NULL;
-        n = -1;
-    }
-    for (int k = 0, any = 0; n > 0 && note && k < n_keys; k++) {
-        if (!varies[k] || !strcmp(key[k], "objective.preset") || !strcmp(key[k], "run.seed")) continue;
-        size_t o = strlen(note);
-        snprintf(note + o, notelen - o, "%s%s", any++ ? ", " : "", key[k]);
+        free(mpath);
+        return -1;
     }
     free(mpath);
+    // the grid's keys (those of the first run) whose value differs between runs, besides
+    // objective.preset and run.seed: the runs' group is their objective and these values
+    char keys[SWEEP_MAX_AXES][128];
+    int n_keys = 0;
+    for (const char *fl = strchr(lines[0], '\t'); fl && n_keys < SWEEP_MAX_AXES; fl = strchr(fl, '\t')) {
+        fl++;
+        size_t kl = strcspn(fl, "=\t"), l0 = 0, li = 0;
+        if (kl >= sizeof keys[0]) continue;
+        snprintf(keys[n_keys], sizeof keys[0], "%.*s", (int)kl, fl);
+        if (!strcmp(keys[n_keys], "objective.preset") || !strcmp(keys[n_keys], "run.seed")) continue;
+        const char *v0 = manifest_value(lines[0], keys[n_keys], &l0);
+        int varies = 0;
+        for (int i = 1; i < n && !varies; i++) {
+            const char *vi = manifest_value(lines[i], keys[n_keys], &li);
+            varies = !v0 || !vi || li != l0 || strncmp(vi, v0, l0) != 0;
+        }
+        if (!varies) continue;
+        if (note) {
+            size_t o = strlen(note);
+            snprintf(note + o, notelen - o, "%s%s", n_keys ? ", " : "", keys[n_keys]);
+        }
+        n_keys++;
+    }
+    if (groups) *groups = xcalloc((size_t)n, sizeof **groups);
+    for (int i = 0; groups && i < n; i++) {
+        char g[256] = "";
+        for (int k = 0; k < n_keys; k++) {
+            size_t len = 0, o = strlen(g);
+            const char *v = manifest_value(lines[i], keys[k], &len);
+            const char *dot = strchr(keys[k], '.');
+            snprintf(g + o, sizeof g - o, "%s%s-%.*s", o ? "_" : "", dot ? dot + 1 : keys[k], (int)len, v ? v : "");
+        }
+        (*groups)[i] = xstrdup(g);
+    }
+    sweep_free_sets(lines, n);
     return n;
 }

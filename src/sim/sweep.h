@@ -93,10 +93,13 @@ int sweep_make_out_dir(const Sweep *s, char *err, size_t errlen);
 // If path is a directory holding a manifest, the run logs it lists (DIR/NAME.h5, malloc'd,
 // in the manifest's order) and their count; 0 if path is not a directory; -1 with a message
 // if it is one without a readable manifest. Lets `grpolab summary DIR` and `grpolab plot FIG
-// DIR` take a sweep's output directory. note (may be NULL) receives the grid keys other than
-// objective.preset and run.seed whose values differ between the runs, comma-separated ("" if
-// none): the analysis groups runs by objective only, so these would be pooled.
-int sweep_expand_dir(const char *path, char ***runs, char *note, size_t notelen, char *err, size_t errlen);
+// DIR` take a sweep's output directory. The analysis groups runs by objective; where the
+// runs also differ in other grid keys than objective.preset and run.seed, groups (may be
+// NULL) receives per run the values of those keys as "lr-1e-5_eps_high-0.28" (KEY the part
+// after the dot; "" for every run where there is no such key) to add to its group, and note
+// (may be NULL) the keys, comma-separated ("" if none).
+int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note, size_t notelen,
+                     char *err, size_t errlen);
 
 // `grpolab sweep plan|run|slurm|task FILE ...` (argv[0] is "sweep").
 int cmd_sweep(int argc, char **argv);
