@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages grpolab needs, only those that are missing.
-# Usage: scripts/deps.sh [--check]   (--check: list what is missing, install nothing)
+# Usage: scripts/deps.sh [--check] [--slurm]
+#   --check  list what is missing, install nothing
+#   --slurm  the optional Slurm and munge packages of `make test-slurm` instead (tests/slurm/)
 set -eu
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox"
+CHECK=0
+for a in "$@"; do
+  case "$a" in
+    --check) CHECK=1 ;;
+    --slurm) PKGS="slurm-wlm munge" ;;
+    *) echo "deps: unknown option '$a' (allowed: --check, --slurm)" >&2; exit 2 ;;
+  esac
+done
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -12,7 +22,7 @@ done
 if [ -z "$missing" ]; then
   exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
+if [ "$CHECK" = 1 ]; then
   echo "deps: missing:$missing"
   exit 1
 fi

@@ -6,6 +6,7 @@
 #include "../common.h"
 #include "../sim/cli.h"
 #include "../sim/runlog.h"
+#include "../sim/sweep.h"
 #include "analysis.h"
 
 static const CliOption plot_opts[] = {
@@ -25,8 +26,9 @@ static const CliSpec plot_spec = {
     "                   per objective, and the mean correct / incorrect length over training\n"
     "  difficulty-bias  each question's mean |advantage| and sum of token |weights| against its\n"
     "                   accuracy p, with the closed forms and the example groups (1,1,0,0), (1,1,1,0)\n"
-    "Runs still being written are read up to their last step (and said so on the figure).",
-    "fig5|length-bias|difficulty-bias RUN.h5... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
+    "Runs still being written are read up to their last step (and said so on the figure).\n"
+    "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
+    "fig5|length-bias|difficulty-bias RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
     plot_opts, 3, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
@@ -38,8 +40,9 @@ static const CliSpec summary_spec = {
     "The final figures of each run and of each objective across seeds (mean and 95% CI): reward,\n"
     "train and eval lengths of correct and incorrect responses, the slope of the training length\n"
     "over the last half with its 95% CI, eval score, gradient-bias cosine, truncation, loop and\n"
-    "self-check disagreement shares; with GRPO and Dr. GRPO runs, the checks of the paper's finding.",
-    "RUN.h5... [--md] [--check]",
+    "self-check disagreement shares; with GRPO and Dr. GRPO runs, the checks of the paper's finding.\n"
+    "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
+    "RUN.h5|SWEEP_DIR... [--md] [--check]",
     summary_opts, 2, CLI_MAX_POSITIONAL, "RUN.h5..."};
 
 // Loads every run; on error prints it and frees what was loaded.
@@ -54,6 +57,86 @@ static Run **load_runs(const char *const *paths, int n) {
             free(runs);
             return NULL;
         }
+    }
+    return runs;
+}
+
+static void free_runs(char **paths, char **groups, int n);
+
+// The run logs of the command line with every sweep out directory replaced by the runs of
+// its manifest (sweep_expand_dir), in order, and per run its group within its objective
+// (*groups; "" where none); NULL after printing an error. Free both with free_runs.
+static char **expand_runs(const char *const *args, int n_args, int *n, char ***groups) {
+    char **paths = NULL;
+    *n = 0;
+    *groups = NULL;
+    for (int i = 0; i < n_args; i++) {
+        char **dir = NULL, **dir_groups = NULL, err[2048], note[1024];
+        int k = sweep_expand_dir(args[i], &dir, &dir_groups, note, sizeof note, err, sizeof err);
+        if (k < 0) {
+            fprintf(stderr, "grpolab: error: %s\n", err);
+            free_runs(paths, *groups, *n);
+            return NULL;
+        }
+        int add = k ? k : 1;
+        paths = realloc(paths, ((size_t)*n + (size_t)add) * sizeof *paths);
+        *groups = realloc(*groups, ((size_t)*n + (size_t)add) * sizeof **groups);
+        if (!paths || !*groups) die("out of memory");
+        if (note[0])
+            fprintf(stderr, "grpolab: note: the runs of %s also differ in %s: they are grouped by objective "
+                    "and %s (OBJECTIVE_%s, ...)\n", args[i], note, note, dir_groups[0]);
+        for (int j = 0; j < k; j++, (*n)++) {
+            paths[*n] = dir[j];
+            (*groups)[*n] = dir_groups[j];
+        }
+        if (k == 0) {
+            paths[*n] = xstrdup(args[i]);
+            (*groups)[(*n)++] = xstrdup("");
+        }
+        free(dir);
+        free(dir_groups);
+    }
+    return paths;
+}
+
+static void free_runs(char **paths, char **groups, int n) {
+    for (int i = 0; i < n; i++) {
+        free(paths[i]);
+        free(groups[i]);
+    }
+    free(paths);
+    free(groups);
+}
+
+// load_runs, then each run's group added to its objective, the label the analysis groups
+// by ("grpo" in group "lr-1e-5": "grpo_lr-1e-5"); NULL after printing an error.
+static Run **load_grouped(char **paths, char **groups, int n) {
+    Run **runs = load_runs((const char *const *)paths, n);
+    for (int i = 0; runs && i < n; i++) {
+        if (!groups[i][0]) continue;
+        char label[sizeof runs[i]->objective];
+        if (snprintf(label, sizeof label, "%s_%s", runs[i]->objective, groups[i]) >= (int)sizeof label) {
+            fprintf(stderr, "grpolab: error: %s: the group '%s_%s' is longer than %zu characters: give "
+                    "the runs of one value by name\n", runs[i]->path, runs[i]->objective, groups[i],
+                    sizeof label - 1);
+            for (int j = 0; j < n; j++) run_free(runs[j]);
+            free(runs);
+            return NULL;
+        }
+        memcpy(runs[i]->objective, label, sizeof label);
+    }
+    int ng = 0;  // distinct labels, at most MAX_OBJECTIVES drawn or tabulated
+    for (int i = 0; runs && i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(runs[j]->objective, runs[i]->objective) == 0;
+        ng += !seen;
+    }
+    if (ng > MAX_OBJECTIVES) {
+        fprintf(stderr, "grpolab: error: the runs form %d groups (objective and grid values), more than the %d "
+                "the analysis keeps apart: give the runs of fewer values by name\n", ng, MAX_OBJECTIVES);
+        for (int j = 0; j < n; j++) run_free(runs[j]);
+        free(runs);
+        return NULL;
     }
     return runs;
 }
@@ -104,8 +187,11 @@ int cmd_plot(int argc, char **argv) {
             return 2;
         }
     }
-    int n = a.n_positional - 1;
-    Run **runs = load_runs(a.positional + 1, n);
+    int n;
+    char **groups, **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n, &groups);
+    if (!paths) return 2;
+    Run **runs = load_grouped(paths, groups, n);
+    free_runs(paths, groups, n);
     if (!runs) return 1;
     fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
     rc = draw(runs, n, &o, err, sizeof err);
@@ -131,15 +217,17 @@ int cmd_summary(int argc, char **argv) {
         cli_print_usage(&summary_spec, stderr);
         return 2;
     }
-    int n = a.n_positional;
+    int n;
+    char **groups, **paths = expand_runs(a.positional, a.n_positional, &n, &groups);
+    if (!paths) return 2;
     if (cli_flag(&summary_spec, &a, "check")) {
         // one line per run; an unreadable or empty run counts as not complete
         int all = 1;
         char err[2048];
         for (int i = 0; i < n; i++) {
-            Run *r = run_load(a.positional[i], err, sizeof err);
+            Run *r = run_load(paths[i], err, sizeof err);
             if (!r) {
-                printf("%s: not complete: %s\n", a.positional[i], err);
+                printf("%s: not complete: %s\n", paths[i], err);
                 all = 0;
                 continue;
             }
@@ -148,9 +236,11 @@ int cmd_summary(int argc, char **argv) {
             all &= run_complete(r);
             run_free(r);
         }
+        free_runs(paths, groups, n);
         return all ? 0 : 1;
     }
-    Run **runs = load_runs(a.positional, n);
+    Run **runs = load_grouped(paths, groups, n);
+    free_runs(paths, groups, n);
     if (!runs) return 1;
     summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
     for (int i = 0; i < n; i++) run_free(runs[i]);

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "pretrain.h"
 #include "setup.h"
+#include "sweep.h"
 #include "train.h"
 
 typedef struct {
@@ -493,6 +494,7 @@ static const Command commands[] = {
     {"config", "print a resolved config (--print FILE) or every config key (--keys)", cmd_config},
     {"pretrain", "train the base model on the world's corpus", cmd_pretrain},
     {"train", "RL training with an objective (GRPO, Dr. GRPO, DAPO, RLOO) and an HDF5 run log", cmd_train},
+    {"sweep", "a grid of train runs from a sweep file: plan, run here N at a time, or a Slurm job array", cmd_sweep},
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
     {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
