@@ -39,6 +39,10 @@ typedef struct {
 extern const CfgKey CONFIG_SCHEMA[];
 extern const int CONFIG_SCHEMA_LEN;
 
+// The schema row of "section.key", NULL if there is none. Readers of stored values (a
+// checkpoint's model.* attributes) check them against its range.
+const CfgKey *config_schema_key(const char *name);
+
 typedef struct Config Config;
 
 // A config with every key of CONFIG_SCHEMA at its default. An invalid default in the
