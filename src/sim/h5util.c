@@ -2,6 +2,7 @@
 #include "h5util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,26 @@ const char *h5_msg(char buf[H5MSG_LEN]) {
     else if (!buf[0])
         snprintf(buf, H5MSG_LEN, "unknown HDF5 error");
     return buf;
+}
+
+static herr_t walk_find(unsigned n, const H5E_error2_t *e, void *data) {
+    const char **needle = data;
+    if (*needle && e->desc && strstr(e->desc, *needle)) *needle = NULL;
+    return 0;
+}
+int h5_stack_has(const char *needle) {
+    const char *p = needle;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_find, &p);
+    return p == NULL;
+}
+
+hid_t h5_swmr_read_fapl(void) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0 && H5Pset_metadata_read_attempts(fapl, 8) < 0) {
+        H5Pclose(fapl);
+        return -1;
+    }
+    return fapl;
 }
 
 int h5_close(hid_t id) {
@@ -242,38 +263,78 @@ static int sync_path(const char *p, int is_dir) {
 
 
 hid_t h5_tmp_create(const char *what, const char *path, hid_t fapl, char *err, size_t errlen) {
-    char *tmp = with_suffix(path, ".tmp"), msg[H5MSG_LEN];
-    hid_t f = -1, p = -1;
-    // the caller holds the claim on path: an existing temporary file is a dead writer's
-    int fd = unlink(tmp) == 0 || errno == ENOENT ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
-    if (fd < 0) {
-        set_err(err, errlen, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
-        goto done;
-    }
-    close(fd);
-    if ((p = fapl == H5P_DEFAULT ? H5Pcreate(H5P_FILE_ACCESS) : H5Pcopy(fapl)) < 0 ||
-        H5Pset_fapl_core(p, (size_t)1 << 16, 1) < 0 ||
-        (f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, p)) < 0) {
-        set_err(err, errlen, "%s '%s': cannot create '%s' (HDF5: %s)", what, path, tmp, h5_msg(msg));
-        unlink(tmp);
-    }
-done:
+    char msg[H5MSG_LEN];
+    hid_t f = -1, p = fapl == H5P_DEFAULT ? H5Pcreate(H5P_FILE_ACCESS) : H5Pcopy(fapl);
+    if (p < 0 || H5Pset_fapl_core(p, (size_t)1 << 16, 0) < 0 ||
+        (f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, p)) < 0)  // no backing store: path untouched
+        set_err(err, errlen, "%s '%s': cannot create the file in memory (HDF5: %s)", what, path, h5_msg(msg));
     if (p >= 0) H5Pclose(p);
-    free(tmp);
     return f;
+}
+
+// HDF5's Jenkins lookup3 metadata checksum (exported by libhdf5 since 1.8.7; H5private.h).
+uint32_t H5_checksum_metadata(const void *data, size_t len, uint32_t initval);
+
+// H5Fget_file_image of HDF5 1.10 stores the superblock's final end-of-file address in the
+// image without updating a version 2/3 superblock's checksum: recompute it, so the image
+// reads back. Layout: signature 8, version, sizeof offsets, sizeof lengths, flags, four
+// addresses, then the checksum.
+static void fix_superblock_checksum(unsigned char *img, size_t n) {
+    if (n < 12 || img[8] < 2) return;
+    size_t body = 12 + 4 * (size_t)img[9];
+    if (body + 4 > n) return;
+    uint32_t c = H5_checksum_metadata(img, body, 0);
+    for (int i = 0; i < 4; i++) img[body + (size_t)i] = (unsigned char)(c >> (8 * i));
+}
+
+// Writes the n bytes of buf to tmp (created exclusively) and syncs it.
+static int write_tmp(const char *what, const char *path, const char *tmp, const void *buf, size_t n,
+                     char *err, size_t errlen) {
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return set_err(err, errlen, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fd, (const char *)buf + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            set_err(err, errlen, "%s '%s': cannot write '%s' (%zu of %zu bytes written): %s", what,
+                    path, tmp, off, n, w < 0 ? strerror(errno) : "no progress");
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 && errno != EINVAL) {
+        set_err(err, errlen, "%s '%s': cannot sync '%s' to disk: %s", what, path, tmp, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (close(fd) != 0)
+        return set_err(err, errlen, "%s '%s': cannot finish writing '%s': %s", what, path, tmp, strerror(errno));
+    return 0;
 }
 
 int h5_tmp_commit(hid_t f, const char *what, const char *path, int replace, char *err, size_t errlen) {
     char *tmp = with_suffix(path, ".tmp"), msg[H5MSG_LEN];
-    int ret = -1;
-    if (H5Fclose(f) < 0) {  // the one write of the whole file
-        set_err(err, errlen, "%s '%s': cannot write '%s': %s", what, path, tmp, h5_msg(msg));
+    int ret = -1, made = 0;
+    unsigned char *img = NULL;
+    ssize_t n = H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(f, NULL, 0);
+    if (n > 0) {
+        img = xmalloc((size_t)n);
+        if (H5Fget_file_image(f, img, (size_t)n) != n) n = -1;
+    }
+    if (n <= 0) {
+        set_err(err, errlen, "%s '%s': cannot take the image of the file built in memory (HDF5: %s)",
+                what, path, h5_msg(msg));
         goto done;
     }
-    if (sync_path(tmp, 0) != 0) {
-        set_err(err, errlen, "%s '%s': cannot sync '%s' to disk: %s", what, path, tmp, strerror(errno));
+    fix_superblock_checksum(img, (size_t)n);
+    // the caller holds the claim on path: an existing temporary file is a dead writer's
+    if (unlink(tmp) != 0 && errno != ENOENT) {
+        set_err(err, errlen, "%s '%s': cannot remove the old '%s': %s", what, path, tmp, strerror(errno));
         goto done;
     }
+    made = 1;
+    if (write_tmp(what, path, tmp, img, (size_t)n, err, errlen) != 0) goto done;
     if (replace ? rename(tmp, path) != 0 : link(tmp, path) != 0) {
         if (!replace && errno == EEXIST)
             set_err(err, errlen, "%s '%s': it already exists (replace it with --overwrite, or choose "
@@ -283,19 +344,20 @@ int h5_tmp_commit(hid_t f, const char *what, const char *path, int replace, char
                     replace ? "rename" : "link", tmp, strerror(errno));
         goto done;
     }
+    made = !replace;  // a link leaves tmp as a second name
     char *dir = dir_of(path);  // make the rename itself durable (best effort)
     sync_path(dir, 1);
     free(dir);
     ret = 0;
 done:
-    if (ret != 0 || !replace) unlink(tmp);
+    if (made) unlink(tmp);
+    H5Fclose(f);  // in memory only: nothing to write
+    free(img);
     free(tmp);
     return ret;
 }
 
 void h5_tmp_discard(hid_t f, const char *path) {
+    (void)path;  // nothing was written under it
     if (f >= 0) H5Fclose(f);
-    char *tmp = with_suffix(path, ".tmp");
-    unlink(tmp);
-    free(tmp);
 }

@@ -30,6 +30,16 @@ void h5_loud(H5Quiet q);
 // specific) error. Call it before any other HDF5 call: each call clears the error stack.
 const char *h5_msg(char buf[H5MSG_LEN]);
 
+// 1 if a message of the current HDF5 error stack contains needle (call it, like h5_msg,
+// before any other HDF5 call).
+int h5_stack_has(const char *needle);
+
+// File access properties for opening a file that a writer may be changing (SWMR read) with
+// the metadata read attempts bounded: HDF5 retries a failed checksum, sleeping longer each
+// time, up to 100 times by default, which on a corrupt file that nobody writes is a hang.
+// Open files plainly first and use this only for a file marked as being written. -1 on error.
+hid_t h5_swmr_read_fapl(void);
+
 // Closes any HDF5 id (negative: nothing to close); -1 if the close failed.
 int h5_close(hid_t id);
 
@@ -58,16 +68,18 @@ int check_out_path(const char *what, const char *path, int replace, char *err, s
 int out_claim(const char *what, const char *path, char *err, size_t errlen);
 void out_release(const char *path);
 
-// An HDF5 file built in memory (core driver) for path, written to "<path>.tmp" in one write
-// by h5_tmp_commit: HDF5 meets a full disk only in that write (errno's reason in the message),
-// never in the middle of its own bookkeeping. The caller holds the claim on path (out_claim),
-// so an existing temporary file is a dead writer's and is replaced. -1 with a message on error.
+// An HDF5 file built in memory (core driver, nothing on disk) to become path: h5_tmp_commit
+// writes its image to "<path>.tmp" with plain write() calls, syncs it and renames it into
+// place, so a full disk is a write() error with errno's reason, never a failed write inside
+// HDF5 (which can leave HDF5 crashing at exit). The caller holds the claim on path
+// (out_claim), so an existing temporary file is a dead writer's and is replaced. -1 with a
+// message on error.
 hid_t h5_tmp_create(const char *what, const char *path, hid_t fapl, char *err, size_t errlen);
-// Closes f (writing "<path>.tmp"), syncs it, then renames it over path (replace) or links it
-// to path (!replace: an existing path is an error, checked atomically). On any failure the
-// temporary file is removed and path is unchanged. Frees f in every case.
+// Writes f as "<path>.tmp", syncs it, then renames it over path (replace) or links it to path
+// (!replace: an existing path is an error, checked atomically). On any failure the temporary
+// file is removed and path is unchanged. Closes f in every case.
 int h5_tmp_commit(hid_t f, const char *what, const char *path, int replace, char *err, size_t errlen);
-// Closes f (if >= 0) and removes the temporary file: after a failure while building it.
+// Closes f (if >= 0) without writing anything: after a failure while building it.
 void h5_tmp_discard(hid_t f, const char *path);
 
 #endif

@@ -238,6 +238,7 @@ struct RunLog {
     int n_tables;
     Table *tables;
     char broken[384];  // the error that broke the log
+    int claimed;       // this writer holds the claim on path (h5util.h out_claim)
 };
 
 static const char *const RESERVED_ATTRS[] = {"format", "format_version", "writer_host",
@@ -264,6 +265,7 @@ static int runlog_free(RunLog *rl) {
     }
     free(rl->tables);
     if (h5_close(rl->file) != 0) r = -1;
+    if (rl->claimed) out_release(rl->path);
     free(rl->path);
     free(rl);
     return r;
@@ -288,31 +290,35 @@ static int deflate_available(void) {
 static RunLog *create_impl(const char *path, int overwrite, char *err, size_t errlen) {
     char msg[H5MSG_LEN];
     if (!path || !path[0]) return set_err(err, errlen, "cannot create run log: empty path"), NULL;
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return set_err(err, errlen, "cannot create run log '%s': it is a directory", path), NULL;
-        if (!overwrite)
-            return set_err(err, errlen, "cannot create run log '%s': the file already exists (choose another path, resume it, or ask to overwrite it)",
-                           path), NULL;
-    }
     if (check_parent_dir("cannot create run log", path, err, errlen) != 0) return NULL;
-
-    hid_t fapl = make_fapl();
-    if (fapl < 0) {
-        set_err(err, errlen, "cannot create run log '%s': file access properties (HDF5: %s)", path,
-                h5_msg(msg));
-        return NULL;
+    // the claim first: the checks below and the create are then one step for other writers
+    if (out_claim("cannot create run log", path, err, errlen) != 0) return NULL;
+    struct stat st;
+    hid_t fapl = -1, f = -1;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            set_err(err, errlen, "cannot create run log '%s': it is a directory", path);
+            goto fail;
+        }
+        if (!overwrite) {
+            set_err(err, errlen, "cannot create run log '%s': the file already exists (choose another path, resume it, or ask to overwrite it)",
+                    path);
+            goto fail;
+        }
     }
-    hid_t f = H5Fcreate(path, overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
-    if (f < 0) {
+    if (overwrite && unlink(path) != 0 && errno != ENOENT) {
+        set_err(err, errlen, "cannot create run log '%s': cannot remove the old file: %s", path, strerror(errno));
+        goto fail;
+    }
+    if ((fapl = make_fapl()) < 0 || (f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
         set_err(err, errlen, "cannot create run log '%s' (HDF5: %s)", path, h5_msg(msg));
-        return NULL;
+        goto fail;
     }
+    H5Pclose(fapl);
     RunLog *rl = xcalloc(1, sizeof *rl);
     rl->path = xstrdup(path);
     rl->file = f;
+    rl->claimed = 1;
     rl->state = ST_SETUP;
     rl->deflate_ok = deflate_available();
     int version = RUNLOG_FORMAT_VERSION;
@@ -329,6 +335,10 @@ h5fail:
     set_err(err, errlen, "cannot write root attribute '%s' of run log '%s' (HDF5: %s)", what, path,
             h5_msg(msg));
     runlog_free(rl);
+    return NULL;
+fail:
+    h5_close(fapl);
+    out_release(path);
     return NULL;
 }
 
@@ -890,7 +900,9 @@ done:
 // in who.
 static int writer_gone(const char *path, char *who, size_t len) {
     snprintf(who, len, "an unknown process");
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    hid_t fapl = h5_swmr_read_fapl();
+    hid_t f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    h5_close(fapl);
     if (f < 0) return 0;
     char *host = NULL, *pid_s = NULL, me[256] = "";
     int gone = 0;
@@ -921,8 +933,9 @@ static hid_t open_rdwr(const char *path, char *err, size_t errlen) {
     }
     f = H5Fopen(path, H5F_ACC_RDWR, fapl);
     if (f < 0) {
+        int marked = h5_stack_has("already open for write");
         h5_msg(msg);
-        if (!strstr(msg, "already open for write")) {
+        if (!marked) {
             set_err(err, errlen, "cannot resume run log '%s': cannot open it for writing (is another process using it? HDF5: %s)",
                     path, msg);
         } else if (!writer_gone(path, who, sizeof who)) {
@@ -947,11 +960,16 @@ static RunLog *resume_impl(const char *path, const char *key_col, int64_t keep_b
     if (!key_col || !key_col[0])
         return set_err(err, errlen, "cannot resume run log '%s': empty key column name", path ? path : ""), NULL;
     if (check_file(path, "cannot resume run log", err, errlen) != 0) return NULL;
-    hid_t f = open_rdwr(path, err, errlen);
+    hid_t f = open_rdwr(path, err, errlen);  // refuses a log a live writer has open
     if (f < 0) return NULL;
+    if (out_claim("cannot resume run log", path, err, errlen) != 0) {  // and one being created
+        H5Fclose(f);
+        return NULL;
+    }
     RunLog *rl = xcalloc(1, sizeof *rl);
     rl->path = xstrdup(path);
     rl->file = f;
+    rl->claimed = 1;
     rl->state = ST_SETUP;
     rl->resume = 1;
     rl->deflate_ok = deflate_available();
@@ -994,20 +1012,24 @@ struct RunLogReader {
 static RunLogReader *reader_open_impl(const char *path, char *err, size_t errlen) {
     char msg[H5MSG_LEN];
     if (check_file(path, "run log", err, errlen) != 0) return NULL;
-    // SWMR read works for files being written and files whose writer died; files that were
-    // never SWMR-capable open plainly
-    int swmr = 1;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (f < 0) {
-        swmr = 0;
-        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    // A finished log opens plainly. Only a log marked as being written (a live SWMR writer, or
+    // one that died) is read with SWMR, whose retries of failed checksums are bounded
+    // (h5_swmr_read_fapl): on a corrupt file nobody writes they would sleep for minutes.
+    int swmr = 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0 && h5_stack_has("already open for write")) {
+        hid_t fapl = h5_swmr_read_fapl();
+        swmr = 1;
+        f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+        h5_close(fapl);
     }
     if (f < 0) {
+        int locked = h5_stack_has("unable to lock"), marked = h5_stack_has("already open for write");
         h5_msg(msg);
-        if (strstr(msg, "unable to lock"))
+        if (locked)
             set_err(err, errlen, "cannot open run log '%s': a process is writing it and has not started SWMR yet (HDF5: %s)",
                     path, msg);
-        else if (strstr(msg, "already open for write"))
+        else if (marked)
             set_err(err, errlen, "cannot open run log '%s': it is marked as being written without SWMR (its writer is still "
                     "setting up, or died before runlog_start_swmr; if no process writes it any more, `h5clear -s '%s'` clears the mark)",
                     path, path);
@@ -1241,7 +1263,8 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
     if (!dst || !dst[0]) return set_err(err, errlen, "cannot copy run log '%s': empty output path", src);
     RunLogReader *rd = reader_open_impl(src, err, errlen);  // every check of src
     if (!rd) return -1;
-    if (check_copy_target(src, dst, overwrite, err, errlen) != 0) {
+    if (check_copy_target(src, dst, overwrite, err, errlen) != 0 ||
+        out_claim("cannot write", dst, err, errlen) != 0) {
         runlog_reader_close(rd);
         return -1;
     }
@@ -1249,10 +1272,7 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
     hid_t fapl = -1, out = -1, sroot = -1, droot = -1;
     char **names = NULL;
     int n_names = 0;
-    size_t tlen = strlen(dst) + 32;
-    char *tmp = xmalloc(tlen);
-    snprintf(tmp, tlen, "%s.tmp-%ld", dst, (long)getpid());
-    int tmp_made = 0;
+    const char *tmp = dst;  // the name messages give the copy
     char attr[256];
 
     if ((sroot = H5Gopen2(rd->file, "/", H5P_DEFAULT)) < 0 || list_links(sroot, &names, &n_names) != 0) {
@@ -1268,11 +1288,13 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
             goto done;
         }
     }
-    if ((fapl = make_fapl()) < 0 || (out = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
-        set_err(err, errlen, "cannot create '%s' (HDF5: %s)", tmp, h5_msg(msg));
+    // built in memory and written in one go (h5util.h h5_tmp_create): a full disk is a clear
+    // error, never a failed write inside H5Ocopy
+    if ((fapl = make_fapl()) < 0) {
+        set_err(err, errlen, "cannot write '%s': file access properties (HDF5: %s)", dst, h5_msg(msg));
         goto done;
     }
-    tmp_made = 1;
+    if ((out = h5_tmp_create("cannot write", dst, fapl, err, errlen)) < 0) goto done;
     if ((droot = H5Gopen2(out, "/", H5P_DEFAULT)) < 0) goto h5fail;
     if (copy_attrs(sroot, droot, attr, sizeof attr) != 0) {
         set_err(err, errlen, "cannot copy root attribute '%s' of run log '%s' to '%s' (HDF5: %s)", attr, src,
@@ -1291,30 +1313,19 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
     }
     h5_close(droot);
     droot = -1;
-    if (H5Fclose(out) < 0) {
-        out = -1;
-        set_err(err, errlen, "cannot finish writing '%s' (disk full? HDF5: %s)", tmp, h5_msg(msg));
-        goto done;
-    }
+    ret = h5_tmp_commit(out, "cannot write", dst, overwrite, err, errlen);
     out = -1;
-    if (rename(tmp, dst) != 0) {
-        set_err(err, errlen, "cannot rename '%s' to '%s': %s", tmp, dst, strerror(errno));
-        goto done;
-    }
-    tmp_made = 0;
-    ret = 0;
     goto done;
 h5fail:
-    set_err(err, errlen, "cannot write '%s' (HDF5: %s)", tmp, h5_msg(msg));
+    set_err(err, errlen, "cannot write '%s' (HDF5: %s)", dst, h5_msg(msg));
 done:
     h5_close(droot);
-    h5_close(out);
+    if (out >= 0) h5_tmp_discard(out, dst);
     h5_close(fapl);
     h5_close(sroot);
     free_names(names, n_names);
-    if (tmp_made) remove(tmp);
-    free(tmp);
     runlog_reader_close(rd);
+    out_release(dst);
     return ret;
 }
 
