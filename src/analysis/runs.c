@@ -32,6 +32,24 @@ static int read_table(RunLogReader *rd, const char *path, const char *table, con
     return 0;
 }
 
+// Refuses a column whose values are not whole numbers in [lo, hi] (a NaN included), naming
+// the file, the dataset, the row and the value: the readers below size loops and arrays by
+// these values, so a corrupt one must stop here (docs/hdf5-schema.md gives the ranges).
+static int check_whole(const char *path, const char *ds, const double *v, int64_t n, double lo,
+                       double hi, char *err, size_t errlen) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(v[i] >= lo && v[i] <= hi && v[i] == floor(v[i])))
+            return set_err(err, errlen, "%s: /%s row %lld is %g, expected a whole number in %.0f .. %.0f "
+                           "(corrupt log?)", path, ds, (long long)i, v[i], lo, hi);
+    return 0;
+}
+
+// Bounds of the schema's ranges (config_schema.c): train.steps, world.max_new_tokens,
+// train.group_size.
+#define MAX_STEPS 100000000.0
+#define MAX_TOKENS 65536.0
+#define MAX_GROUP 65536.0
+
 static int attr_str(RunLogReader *rd, const char *path, const char *name, char *out, size_t outlen,
                     char *err, size_t errlen) {
     char e[512];
@@ -92,6 +110,12 @@ static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *er
     double *c[6];
     int64_t n = 0;
     if (read_table(rd, r->path, "eval", cols, 6, c, &n, err, errlen) != 0) return -1;
+    if (check_whole(r->path, "eval/step", c[0], n, 0, MAX_STEPS, err, errlen) != 0 ||
+        check_whole(r->path, "eval/bench", c[1], n, 0, 64, err, errlen) != 0 ||
+        check_whole(r->path, "eval/n", c[5], n, 0, MAX_STEPS, err, errlen) != 0) {
+        for (int k = 0; k < 6; k++) free(c[k]);
+        return -1;
+    }
     // the index of train_pool among the benchmark names, if present
     int train_pool = -1, idx = 0;
     for (const char *p = bench_names; p && *p; idx++) {
@@ -172,6 +196,12 @@ Run *run_load(const char *path, char *err, size_t errlen) {
                 "starting, or did it fail before its first step?)", path);
         goto fail;
     }
+    for (int64_t i = 0; i < r->n_steps; i++)  // one row per step, from step 0
+        if (r->step[i] != (double)i) {
+            set_err(err, errlen, "%s: /train/step row %lld is %g, expected %lld (one row per step from "
+                    "0; corrupt log?)", path, (long long)i, r->step[i], (long long)i);
+            goto fail;
+        }
     if (read_eval(rd, r, benches, err, errlen) != 0) goto fail;
     free(benches);
     runlog_reader_close(rd);
@@ -207,6 +237,16 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
         ok = 0;
     }
     runlog_reader_close(rd);
+    if (ok && (check_whole(r->path, "responses/step", R[0], nr, 0, MAX_STEPS, err, errlen) != 0 ||
+               check_whole(r->path, "responses/length", R[1], nr, 0, MAX_TOKENS, err, errlen) != 0 ||
+               check_whole(r->path, "responses/token_offset", R[4], nr, 0, 9007199254740992.0, err, errlen) != 0 ||
+               check_whole(r->path, "questions/step", Q[0], nq, 0, MAX_STEPS, err, errlen) != 0 ||
+               check_whole(r->path, "questions/group_size", Q[4], nq, 2,
+                           nr < (int64_t)MAX_GROUP ? (double)(nr > 2 ? nr : 2) : MAX_GROUP, err, errlen) != 0)) {
+        for (int k = 0; k < 5; k++) free(R[k]), free(Q[k]);
+        free(T[0]);
+        ok = 0;
+    }
     if (!ok) return -1;
     // keep only the steps /train has (a run being written may have rows of the next step)
     double last = r->step[r->n_steps - 1];
