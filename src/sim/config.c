@@ -326,7 +326,8 @@ static int parse_value(const CfgKey *k, const char *text, CfgValue *out, Msg *m)
         char *end = NULL;
         errno = 0;
         double v = n ? strtod(text, &end) : 0;
-        if (n == 0 || end != text + n || is_space(text[0])) {
+        // decimal only, as for integers: strtod's hexadecimal floats ("0x1p3") are refused
+        if (n == 0 || end != text + n || is_space(text[0]) || strpbrk(text, "xX")) {
             msg_add(m, "%s.%s = '%s': not a number (allowed: number in %s)", k->section, k->key,
                     text, allowed);
             return -1;
