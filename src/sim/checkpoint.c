@@ -348,6 +348,36 @@ done:
     return ret;
 }
 
+int checkpoint_check_vocab(const char *path, const char *const *vocab, int n, int missing_ok,
+                           char *err, size_t errlen) {
+    char **got = NULL;
+    int ng = 0;
+    if (checkpoint_read_meta(path, NULL, &got, &ng, NULL, NULL, NULL, err, errlen) != 0) return -1;
+    int ret = 0;
+    if (!got) {
+        if (!missing_ok)
+            ret = set_err(err, errlen, "checkpoint '%s' stores no tokenizer vocabulary (attribute "
+                          "'tokenizer.vocab'): not a model of this world's tokenizer (write it with "
+                          "grpolab pretrain or init)", path);
+        return ret;
+    }
+    for (int i = 0; i < ng && ret == 0; i++)
+        for (int j = 0; j < i && ret == 0; j++)
+            if (strcmp(got[i], got[j]) == 0)
+                ret = set_err(err, errlen, "checkpoint '%s': tokenizer.vocab token %d \"%s\" duplicates "
+                              "token %d (corrupt vocabulary)", path, i, got[i], j);
+    if (ret == 0 && ng != n)
+        ret = set_err(err, errlen, "checkpoint '%s': tokenizer.vocab has %d tokens, this world's "
+                      "tokenizer has %d: not a model of this world", path, ng, n);
+    for (int i = 0; i < n && ret == 0; i++)
+        if (strcmp(got[i], vocab[i]) != 0)
+            ret = set_err(err, errlen, "checkpoint '%s': tokenizer.vocab token %d is \"%s\", this "
+                          "world's tokenizer has \"%s\": not a model of this world", path, i,
+                          got[i], vocab[i]);
+    checkpoint_free_vocab(got, ng);
+    return ret;
+}
+
 // ---------------------------------------------------------------- tensors
 // Writes tensor t of base (host, n_params floats) as a float32 dataset named t->name in loc.
 static herr_t write_tensor(hid_t loc, const ParamTensor *t, const float *base) {

@@ -60,6 +60,13 @@ int checkpoint_read_meta(const char *path, ModelConfig *cfg, char ***vocab, int 
                          size_t errlen);
 void checkpoint_free_vocab(char **vocab, int n_vocab);
 
+// Checks that the checkpoint at path stores exactly the tokenizer vocabulary vocab[0..n-1]
+// (the world's): 0 if so, else -1 with a message naming the file and the first difference (no
+// vocabulary, fewer or more tokens, a duplicate token, token i differs). missing_ok: a file
+// without a vocabulary passes (one written by a test or an older `grpolab init`).
+int checkpoint_check_vocab(const char *path, const char *const *vocab, int n, int missing_ok,
+                           char *err, size_t errlen);
+
 // Loads every tensor of m's table into m. m's config must equal the file's (a mismatch names
 // the field, the file's value and the model's). load_optimizer: also AdamW m, v and step
 // (an error if the file holds none). On error m is left unchanged.
