@@ -221,6 +221,42 @@ static void test_eval_refuses_bad_models(void **state) {
     expect_cli(2, args, "tensor 'norm'", NULL);
 }
 
+// ---------------------------------------------------------------- messages
+// HDF5 failures come with errno's reason, and a long path does not cut the reason off.
+static void test_messages(void **state) {
+    char args[2048], longdir[600];
+    // a directory tree whose path is ~400 characters
+    snprintf(longdir, sizeof longdir, "%s", dir);
+    while (strlen(longdir) < 400) {
+        strcat(longdir, "/a-rather-long-directory-name");
+        mkdir(longdir, 0777);
+    }
+    snprintf(args, sizeof args, "init --out %s/missing/x.h5", longdir);
+    expect_cli(2, args, "does not exist (create it first)", NULL);
+    snprintf(args, sizeof args, "summary %s/none.h5", longdir);
+    expect_cli(1, args, "file does not exist", NULL);
+    // a corrupt file in a long path: the reason is kept
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/bad.h5", longdir);
+    FILE *f = fopen(bad, "w");
+    fputs("\x89HDF\r\n\x1a\n garbage after a valid signature", f);
+    fclose(f);
+    snprintf(args, sizeof args, "eval --model %s", bad);
+    expect_cli(2, args, "truncated or corrupt", NULL);
+    // a read-only filesystem (root may write anywhere else): errno's reason, not "unknown"
+    const char *ro = path_in("ro-disk");
+    mkdir(ro, 0777);
+    if (mount("tmpfs", ro, "tmpfs", MS_RDONLY, "size=64k") != 0) {
+        printf("  (no read-only tmpfs: %s; that part skipped)\n", strerror(errno));
+        rmdir(ro);
+        return;
+    }
+    snprintf(args, sizeof args, "init --out %s/x.h5", ro);
+    expect_cli(2, args, "Read-only file system", NULL);
+    assert_int_equal(umount(ro), 0);
+    rmdir(ro);
+}
+
 // ---------------------------------------------------------------- a full disk
 // A run log of about 1 MB (a table of 120000 float64 rows) to strip onto the small disk.
 static void write_big_log(const char *p) {
@@ -291,7 +327,8 @@ static int setup(void **state) {
     return mkdtemp(dir) ? 0 : -1;
 }
 static int teardown(void **state) {
-    umount2(path_in("small-disk"), MNT_DETACH);  // after a failed test_disk_full
+    umount2(path_in("small-disk"), MNT_DETACH);  // after a failed test
+    umount2(path_in("ro-disk"), MNT_DETACH);
     tu_remove_dir(dir);
     return 0;
 }
@@ -303,6 +340,7 @@ int main(void) {
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_eval_refuses_bad_models),
         cmocka_unit_test(test_disk_full),
+        cmocka_unit_test(test_messages),
     };
     return cmocka_run_group_tests_name("failures", tests, setup, teardown);
 }

@@ -565,7 +565,7 @@ static int write_rows(RunLog *rl, Table *t, int64_t n, const void *const *data, 
         if (H5Dset_extent(col->dset, &len) < 0 || (fspace = H5Dget_space(col->dset)) < 0 ||
             H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
             H5Dwrite(col->dset, mem_type(col->type), mspace, fspace, H5P_DEFAULT, data[c]) < 0) {
-            set_err(err, errlen, "run log '%s': cannot write %lld rows to /%s/%s (disk full? HDF5: %s)",
+            set_err(err, errlen, "run log '%s': cannot write %lld rows to /%s/%s (HDF5: %s)",
                     rl->path, (long long)n, t->name, col->name, h5_msg(msg));
             h5_close(fspace);
             H5Sclose(mspace);
@@ -647,7 +647,7 @@ static int flush_impl(RunLog *rl, char *err, size_t errlen) {
     for (int i = 0; i < rl->n_tables; i++)
         if (write_buffer(rl, &rl->tables[i], err, errlen) != 0) return -1;
     if (H5Fflush(rl->file, H5F_SCOPE_GLOBAL) < 0) {
-        set_err(err, errlen, "run log '%s': cannot flush the file (disk full? HDF5: %s)", rl->path,
+        set_err(err, errlen, "run log '%s': cannot flush the file (HDF5: %s)", rl->path,
                 h5_msg(msg));
         return broken(rl, err, errlen);
     }
@@ -669,7 +669,7 @@ int runlog_close(RunLog *rl, char *err, size_t errlen) {
     if (rl->state != ST_BROKEN) r = flush_impl(rl, err, errlen);
     char *path = xstrdup(rl->path);
     if (runlog_free(rl) != 0 && r == 0)
-        r = set_err(err, errlen, "run log '%s': cannot close the file (disk full? HDF5: %s)", path,
+        r = set_err(err, errlen, "run log '%s': cannot close the file (HDF5: %s)", path,
                     h5_msg(msg));
     free(path);
     h5_loud(q);
