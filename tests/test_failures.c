@@ -28,18 +28,6 @@ static const char *path_in(const char *name) {
 
 static int exists(const char *p) { return access(p, F_OK) == 0; }
 
-// The bytes of a file, malloc'd (*n bytes); NULL if it cannot be read.
-static char *slurp(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
 
 // Runs the binary with args and checks the exit code and that stderr holds every needle
 // (NULL-ended).
@@ -69,12 +57,12 @@ static void test_outputs_checked_first(void **state) {
     const char *m = path_in("keep.h5");
     init_world_model(m);
     size_t n0 = 0, n1 = 0;
-    char *before = slurp(m, &n0);
+    char *before = tu_read_file(m, &n0);
     snprintf(args, sizeof args, "init --set run.seed=9 --out %s", m);
     expect_cli(2, args, m, "already exists", "--overwrite", NULL);
     snprintf(args, sizeof args, "pretrain --set pretrain.steps=100000 --out %s", m);
     expect_cli(2, args, m, "already exists", NULL);  // refused before any training step
-    char *after = slurp(m, &n1);
+    char *after = tu_read_file(m, &n1);
     assert_true(n0 == n1 && memcmp(before, after, n0) == 0);
     free(before);
     free(after);

@@ -114,6 +114,12 @@ static int read_str_attr(const char *path, hid_t obj, const char *name, char ***
         (sp = H5Aget_space(a)) < 0)
         goto h5fail;
     count = H5Sget_simple_extent_npoints(sp);
+    if (H5Tget_class(ft) == H5T_STRING && count >= 0 &&
+        (double)count * (double)H5Tget_size(ft) > h5_file_bytes(obj)) {  // each string takes bytes
+        set_err(err, errlen, "checkpoint '%s': root attribute '%s' claims %lld strings of %zu bytes, more "
+                "than the file holds (corrupt?)", path, name, (long long)count, H5Tget_size(ft));
+        goto done;
+    }
     if (H5Tget_class(ft) != H5T_STRING || H5Sget_simple_extent_ndims(sp) > 1 || count < 0 ||
         count > INT_MAX) {
         set_err(err, errlen, "checkpoint '%s': root attribute '%s' is not a string or 1-D array of strings (found %s)",
@@ -196,6 +202,9 @@ static hid_t open_checkpoint(const char *path, char *err, size_t errlen) {
     if (H5Fis_hdf5(path) <= 0)
         return set_err(err, errlen, "checkpoint '%s' is not an HDF5 file (or is truncated/corrupt)",
                        path);
+    char why[256];
+    if (h5_check_global_heaps(path, why, sizeof why) != 0)
+        return set_err(err, errlen, "checkpoint '%s' is corrupt (%s)", path, why);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0)
         return set_err(err, errlen, "checkpoint '%s' is truncated or corrupt (HDF5: %s)", path,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,56 @@ int h5_stack_has(const char *needle) {
     const char *p = needle;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_find, &p);
     return p == NULL;
+}
+
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+int h5_check_global_heaps(const char *path, char *why, size_t len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;  // the open that follows reports it
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 32) {
+        close(fd);
+        return 0;
+    }
+    size_t n = (size_t)st.st_size;
+    const unsigned char *f = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED) return 0;
+    int ret = 0;
+    for (const unsigned char *p = f; ret == 0 && (p = memmem(p, n - (size_t)(p - f), "GCOL", 4)); p += 4) {
+        size_t at = (size_t)(p - f);
+        if (at + 16 > n || p[4] != 1 || p[5] || p[6] || p[7]) continue;  // not a collection header
+        uint64_t size = le64(p + 8);
+        if (size < 4096 || size > n - at) continue;  // not a collection (HDF5 rejects its own)
+        // objects: index (2), references (2), reserved (4), size (8), data padded to 8 bytes;
+        // index 0 is the free space that ends the list
+        for (uint64_t o = 16; o + 16 <= size;) {
+            unsigned idx = (unsigned)p[o] | (unsigned)p[o + 1] << 8;
+            if (idx == 0) break;
+            uint64_t osize = le64(p + o + 8), need = 16 + ((osize + 7) & ~(uint64_t)7);
+            if (osize > size || need > size - o) {
+                ret = set_err(why, len, "global heap collection at byte %zu: object %u claims %llu bytes, "
+                              "past the collection's end", at, idx, (unsigned long long)osize);
+                break;
+            }
+            o += need;
+        }
+    }
+    munmap((void *)f, n);
+    return ret;
+}
+
+double h5_file_bytes(hid_t obj) {
+    hid_t f = H5Iget_file_id(obj);
+    hsize_t n = 0;
+    if (f < 0 || H5Fget_filesize(f, &n) < 0) n = 0;
+    if (f >= 0) H5Fclose(f);
+    return (double)n;
 }
 
 hid_t h5_swmr_read_fapl(void) {

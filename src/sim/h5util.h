@@ -40,6 +40,20 @@ int h5_stack_has(const char *needle);
 // Open files plainly first and use this only for a file marked as being written. -1 on error.
 hid_t h5_swmr_read_fapl(void);
 
+// 0 if every global heap collection in the file at path is well formed, else -1 with "<where>:
+// <what is wrong>" in why. HDF5 keeps variable-length strings (a run log's config, a
+// checkpoint's vocabulary) in global heap collections, which carry no checksum, and HDF5 1.10
+// copies their objects by the sizes stored there without checking them against the
+// collection: a corrupt one crashes or hangs inside HDF5. Readers call this before opening a
+// file, so such a file is refused with a message instead. The file is scanned for collections
+// ("GCOL", version 1, zero reserved bytes, a plausible size) and each object's size is checked
+// against the collection's end.
+int h5_check_global_heaps(const char *path, char *why, size_t len);
+
+// The size in bytes of the file that holds object obj (0 if HDF5 cannot say). Readers bound
+// what they allocate for a dataset or attribute by it: corrupt metadata can claim any size.
+double h5_file_bytes(hid_t obj);
+
 // Closes any HDF5 id (negative: nothing to close); -1 if the close failed.
 int h5_close(hid_t id);
 

@@ -111,6 +111,11 @@ static int read_attr_text(const char *path, hid_t obj, const char *name, char **
         vlen_reclaim(mt, sp, &raw);
     } else {  // fixed length: ends at its first NUL or its size
         size_t size = H5Tget_size(ft);
+        if ((double)size > h5_file_bytes(obj)) {
+            set_err(err, errlen, "run log '%s': root attribute '%s' claims a %zu-byte string, more than "
+                    "the file holds (corrupt?)", path, name, size);
+            goto done;
+        }
         char *fixed = xcalloc(size + 1, 1);
         if (H5Aread(a, ft, fixed) < 0) {
             free(fixed);
@@ -740,6 +745,9 @@ static int check_file(const char *path, const char *who, char *err, size_t errle
     fclose(f);
     if (H5Fis_hdf5(path) <= 0)
         return set_err(err, errlen, "%s '%s': not an HDF5 file (or truncated/corrupt)", who, path);
+    char why[256];
+    if (h5_check_global_heaps(path, why, sizeof why) != 0)
+        return set_err(err, errlen, "%s '%s' is corrupt (%s)", who, path, why);
     return 0;
 }
 
@@ -1160,6 +1168,13 @@ static double *read_column_impl(RunLogReader *rd, const char *dataset, int64_t *
                 dataset, rank);
         goto done;
     }
+    // what the file can hold: its stored bytes, decompressed at most ~1000-fold (deflate's limit)
+    double raw = (double)dims[0] * (double)H5Tget_size(ft), stored = (double)H5Dget_storage_size(d);
+    if (raw > 1100.0 * stored + (1 << 20)) {
+        set_err(err, errlen, "run log '%s': dataset '/%s' claims %llu rows (%.0f bytes) but stores %.0f "
+                "bytes (corrupt?)", rd->path, dataset, (unsigned long long)dims[0], raw, stored);
+        goto done;
+    }
     out = xmalloc((size_t)dims[0] * sizeof *out);
     if (dims[0] > 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
         free(out);
@@ -1225,6 +1240,7 @@ static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
             goto next;
         // the file's own type serves as the memory type: numbers stay as stored, variable
         // strings come back as char pointers (reclaimed below)
+        if ((double)(npts + 1) * (double)size > h5_file_bytes(from) + 65536.0) goto next;  // corrupt
         buf = xcalloc((size_t)npts + 1, size);
         if (H5Aread(a, t, buf) < 0) goto next;
         if ((b = H5Acreate2(to, name, t, s, H5P_DEFAULT, H5P_DEFAULT)) >= 0 && H5Awrite(b, t, buf) >= 0)
@@ -1239,6 +1255,59 @@ static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
         if (!ok) return -1;
     }
     return 0;
+}
+
+// Copies table `name` of from_root (a group of 1-D numeric columns) to to_root: each column
+// with its type, shape, chunking and filters, its data and its attributes. Done by hand rather
+// than with H5Ocopy, whose failure path on a corrupt source crashes inside HDF5 1.10; every
+// size is checked against what the file stores before anything is allocated. On failure what
+// names the column (or the table) and the message is in err.
+static int copy_table(hid_t from_root, hid_t to_root, const char *name, char *what, size_t wlen,
+                      char *err, size_t errlen) {
+    char msg[H5MSG_LEN], attr[256];
+    int ret = -1, n = 0;
+    char **cols = NULL;
+    hid_t g = -1, ng = -1, d = -1, nd = -1, t = -1, sp = -1, dcpl = -1;
+    void *buf = NULL;
+    snprintf(what, wlen, "/%s", name);
+    if ((g = H5Gopen2(from_root, name, H5P_DEFAULT)) < 0 || list_links(g, &cols, &n) != 0 ||
+        (ng = H5Gcreate2(to_root, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
+        copy_attrs(g, ng, attr, sizeof attr) != 0)
+        goto h5fail;
+    for (int c = 0; c < n; c++) {
+        snprintf(what, wlen, "/%s/%s", name, cols[c]);
+        if ((d = H5Dopen2(g, cols[c], H5P_DEFAULT)) < 0 || (t = H5Dget_type(d)) < 0 ||
+            (sp = H5Dget_space(d)) < 0 || (dcpl = H5Dget_create_plist(d)) < 0)
+            goto h5fail;
+        H5T_class_t cls = H5Tget_class(t);
+        hssize_t npts = H5Sget_simple_extent_npoints(sp);
+        double raw = (double)npts * (double)H5Tget_size(t), stored = (double)H5Dget_storage_size(d);
+        if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || npts < 0 || raw > 1100.0 * stored + (1 << 20)) {
+            set_err(err, errlen, "%s is not a column of numbers this file can hold (%s, %lld values "
+                    "in %.0f stored bytes; corrupt?)", what, class_name(cls), (long long)npts, stored);
+            goto done;
+        }
+        buf = xmalloc((size_t)npts * H5Tget_size(t) + 1);
+        if ((nd = H5Dcreate2(ng, cols[c], t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0 ||
+            (npts > 0 && (H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+                          H5Dwrite(nd, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)) ||
+            copy_attrs(d, nd, attr, sizeof attr) != 0)
+            goto h5fail;
+        free(buf);
+        buf = NULL;
+        h5_close(nd), h5_close(dcpl), h5_close(sp), h5_close(t), h5_close(d);
+        nd = dcpl = sp = t = d = -1;
+    }
+    ret = 0;
+    goto done;
+h5fail:
+    set_err(err, errlen, "cannot copy %s (truncated or corrupt? HDF5: %s)", what, h5_msg(msg));
+done:
+    free(buf);
+    free_names(cols, n);
+    h5_close(nd), h5_close(dcpl), h5_close(sp), h5_close(t), h5_close(d);
+    h5_close(ng), h5_close(g);
+    return ret;
 }
 
 // May the copy of the (existing) run log src go to dst? Not onto a directory, not onto src
@@ -1289,7 +1358,7 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
         }
     }
     // built in memory and written in one go (h5util.h h5_tmp_create): a full disk is a clear
-    // error, never a failed write inside H5Ocopy
+    // error, never a failed write inside HDF5
     if ((fapl = make_fapl()) < 0) {
         set_err(err, errlen, "cannot write '%s': file access properties (HDF5: %s)", dst, h5_msg(msg));
         goto done;
@@ -1305,9 +1374,9 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
         int skip = 0;
         for (int k = 0; k < n_drop; k++) skip |= strcmp(names[i], drop[k]) == 0;
         if (skip) continue;
-        if (H5Ocopy(sroot, names[i], droot, names[i], H5P_DEFAULT, H5P_DEFAULT) < 0) {
-            set_err(err, errlen, "cannot copy table '/%s' of run log '%s' to '%s' (truncated or corrupt? HDF5: %s)",
-                    names[i], src, tmp, h5_msg(msg));
+        char what[300], why[512];
+        if (copy_table(sroot, droot, names[i], what, sizeof what, why, sizeof why) != 0) {
+            set_err(err, errlen, "run log '%s' to '%s': %s", src, tmp, why);
             goto done;
         }
     }
