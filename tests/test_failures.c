@@ -117,6 +117,8 @@ static void test_concurrent_writers(void **state) {
     expect_cli(2, args, "another process (pid", p, NULL);
     snprintf(args, sizeof args, "pretrain --set pretrain.steps=100000 --out %s", p);
     expect_cli(2, args, "another process (pid", NULL);
+    snprintf(args, sizeof args, "train --out %s --overwrite", p);  // refused before any work
+    expect_cli(2, args, "another process (pid", NULL);
     // a run log (train, eval --out) and a copy (strip) take the same claim
     assert_null(runlog_create(p, 1, err, sizeof err));
     printf("  runlog_create: %s\n", err);

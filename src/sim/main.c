@@ -550,18 +550,30 @@ static int cmd_train(int argc, char **argv) {
         config_free(c);
         return 2;
     }
+    // the claim first, so that the check below and the log's creation are one step for
+    // another train on the same --out (train_run creates a missing directory and claims then)
+    char err[1024];
+    int claimed = check_parent_dir("", out, NULL, 0) == 0;
+    if (claimed && out_claim("cannot write run log", out, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
     if (!resume && !cli_flag(&train_spec, &a, "overwrite") && access(out, F_OK) == 0) {
         // a finished run's log is data: never replaced silently
         fprintf(stderr, "grpolab: error: run log '%s' already exists: continue it with --resume, "
                 "replace it with --overwrite, or choose another --out\n", out);
+        if (claimed) out_release(out);
         config_free(c);
         return 2;
     }
     if (check_train_init(c) != 0) {
+        if (claimed) out_release(out);
         config_free(c);
         return 2;
     }
     rc = train_run(c, cli_get(&train_spec, &a, "backend"), out, resume, NULL);
+    if (claimed) out_release(out);
     config_free(c);
     return rc;
 }
