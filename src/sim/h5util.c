@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +62,34 @@ static uint64_t le64(const unsigned char *p) {
     return v;
 }
 
+// Checks the collection at byte `at` of fd (file size n) if it is one: 0 if well formed or
+// not a collection, -1 with a message.
+static int check_collection(int fd, size_t at, size_t n, const unsigned char hdr[16], char *why,
+                            size_t len) {
+    if (hdr[4] != 1 || hdr[5] || hdr[6] || hdr[7]) return 0;  // not a collection header
+    uint64_t size = le64(hdr + 8);
+    if (size < 4096 || size > n - at || size > ((uint64_t)1 << 31)) return 0;  // HDF5 rejects it
+    unsigned char *p = xmalloc((size_t)size);
+    int ret = 0;
+    if (pread(fd, p, (size_t)size, (off_t)at) == (ssize_t)size) {
+        // objects: index (2), references (2), reserved (4), size (8), data padded to 8 bytes;
+        // index 0 is the free space that ends the list
+        for (uint64_t o = 16; o + 16 <= size;) {
+            unsigned idx = (unsigned)p[o] | (unsigned)p[o + 1] << 8;
+            if (idx == 0) break;
+            uint64_t osize = le64(p + o + 8), need = 16 + ((osize + 7) & ~(uint64_t)7);
+            if (osize > size || need > size - o) {
+                ret = set_err(why, len, "global heap collection at byte %zu: object %u claims %llu "
+                              "bytes, past the collection's end", at, idx, (unsigned long long)osize);
+                break;
+            }
+            o += need;
+        }
+    }
+    free(p);
+    return ret;
+}
+
 int h5_check_global_heaps(const char *path, char *why, size_t len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;  // the open that follows reports it
@@ -71,31 +98,25 @@ int h5_check_global_heaps(const char *path, char *why, size_t len) {
         close(fd);
         return 0;
     }
-    size_t n = (size_t)st.st_size;
-    const unsigned char *f = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f == MAP_FAILED) return 0;
+    // read() rather than mmap: a sparse file on a full filesystem would raise SIGBUS
+    size_t n = (size_t)st.st_size, chunk = (size_t)1 << 20;
+    unsigned char *buf = xmalloc(chunk + 16);
     int ret = 0;
-    for (const unsigned char *p = f; ret == 0 && (p = memmem(p, n - (size_t)(p - f), "GCOL", 4)); p += 4) {
-        size_t at = (size_t)(p - f);
-        if (at + 16 > n || p[4] != 1 || p[5] || p[6] || p[7]) continue;  // not a collection header
-        uint64_t size = le64(p + 8);
-        if (size < 4096 || size > n - at) continue;  // not a collection (HDF5 rejects its own)
-        // objects: index (2), references (2), reserved (4), size (8), data padded to 8 bytes;
-        // index 0 is the free space that ends the list
-        for (uint64_t o = 16; o + 16 <= size;) {
-            unsigned idx = (unsigned)p[o] | (unsigned)p[o + 1] << 8;
-            if (idx == 0) break;
-            uint64_t osize = le64(p + o + 8), need = 16 + ((osize + 7) & ~(uint64_t)7);
-            if (osize > size || need > size - o) {
-                ret = set_err(why, len, "global heap collection at byte %zu: object %u claims %llu bytes, "
-                              "past the collection's end", at, idx, (unsigned long long)osize);
-                break;
-            }
-            o += need;
+    for (size_t base = 0; ret == 0 && base < n; base += chunk) {
+        size_t want = n - base < chunk + 16 ? n - base : chunk + 16;  // 16 bytes of overlap
+        ssize_t got = pread(fd, buf, want, (off_t)base);
+        if (got < 20) break;
+        const unsigned char *p = buf;
+        size_t end = (size_t)got - 16 < chunk ? (size_t)got - 16 : chunk;  // headers starting here
+        while (ret == 0 && (p = memmem(p, (size_t)got - (size_t)(p - buf), "GCOL", 4)) &&
+               (size_t)(p - buf) <= end) {
+            if ((size_t)(p - buf) + 16 <= (size_t)got)
+                ret = check_collection(fd, base + (size_t)(p - buf), n, p, why, len);
+            p += 4;
         }
     }
-    munmap((void *)f, n);
+    free(buf);
+    close(fd);
     return ret;
 }
 
