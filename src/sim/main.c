@@ -346,26 +346,14 @@ static int parse_float_opt(const char *opt, const char *s, double lo, double hi,
     return 0;
 }
 
-static int cmd_eval(int argc, char **argv) {
-    CliArgs a;
-    int rc = cli_parse(&eval_spec, argc, argv, &a);
-    if (rc) return rc == 1 ? 0 : 2;
-    const char *model_path = cli_get(&eval_spec, &a, "model");
-    if (!model_path) {
-        fprintf(stderr, "grpolab eval: error: --model FILE is required\n");
-        return 2;
-    }
-    const char *out = cli_get(&eval_spec, &a, "out");
-    if (out && !cli_flag(&eval_spec, &a, "overwrite") && access(out, F_OK) == 0) {
-        fprintf(stderr, "grpolab: error: '%s' already exists: replace it with --overwrite, or "
-                "choose another --out\n", out);
-        return 2;
-    }
-    Config *c = cli_load_config(NULL, &a);
+// eval once its --out (if any) is claimed.
+static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
+    int rc;
+    Config *c = cli_load_config(NULL, a);
     if (!c) return 2;
     char err[1024];
     EvalConfig ec = {0};
-    const char *tname = cli_get(&eval_spec, &a, "template");
+    const char *tname = cli_get(&eval_spec, a, "template");
     if (!tname) tname = config_str(c, "world.template");
     if (template_parse(tname, &ec.template_kind) != 0) {
         fprintf(stderr, "grpolab: error: --template '%s': not one of r1|boxed|none\n", tname);
@@ -374,8 +362,8 @@ static int cmd_eval(int argc, char **argv) {
     }
     ec.reward_rule = setup_reward_rule(c);
     double temp = 0, top_p = 1;
-    const char *ts = cli_get(&eval_spec, &a, "temperature"), *ps = cli_get(&eval_spec, &a, "top-p");
-    if (ts && cli_flag(&eval_spec, &a, "greedy")) {
+    const char *ts = cli_get(&eval_spec, a, "temperature"), *ps = cli_get(&eval_spec, a, "top-p");
+    if (ts && cli_flag(&eval_spec, a, "greedy")) {
         fprintf(stderr, "grpolab eval: error: --greedy and --temperature exclude each other\n");
         config_free(c);
         return 2;
@@ -386,18 +374,18 @@ static int cmd_eval(int argc, char **argv) {
         return 2;
     }
     ec.limit = (int)config_int(c, "eval.limit");
-    const char *ls = cli_get(&eval_spec, &a, "limit");
+    const char *ls = cli_get(&eval_spec, a, "limit");
     if (ls && parse_positive_int("limit", ls, &ec.limit) != 0) {
         config_free(c);
         return 2;
     }
-    const char *tp = cli_get(&eval_spec, &a, "train-pool");
+    const char *tp = cli_get(&eval_spec, a, "train-pool");
     if (tp && parse_positive_int("train-pool", tp, &ec.train_pool) != 0) {
         config_free(c);
         return 2;
     }
     ec.pool_seed = (uint64_t)config_int(c, "run.seed");
-    const char *sh = cli_get(&eval_spec, &a, "show");
+    const char *sh = cli_get(&eval_spec, a, "show");
     if (sh && parse_positive_int("show", sh, &ec.show) != 0) {
         config_free(c);
         return 2;
@@ -426,7 +414,7 @@ static int cmd_eval(int argc, char **argv) {
         config_free(c);
         return 2;
     }
-    Backend *bk = setup_backend(c, cli_get(&eval_spec, &a, "backend"), 1, err, sizeof err);
+    Backend *bk = setup_backend(c, cli_get(&eval_spec, a, "backend"), 1, err, sizeof err);
     if (!bk) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         config_free(c);
@@ -468,6 +456,35 @@ static int cmd_eval(int argc, char **argv) {
     model_free(m);
     backend_destroy(bk);
     config_free(c);
+    return rc;
+}
+
+static int cmd_eval(int argc, char **argv) {
+    CliArgs a;
+    int rc = cli_parse(&eval_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    const char *model_path = cli_get(&eval_spec, &a, "model");
+    if (!model_path) {
+        fprintf(stderr, "grpolab eval: error: --model FILE is required\n");
+        return 2;
+    }
+    // --out is claimed before the existence check: the check and the log's creation are then
+    // one step for another writer of the same path
+    const char *out = cli_get(&eval_spec, &a, "out");
+    char err[1024];
+    int claimed = out && check_parent_dir("", out, NULL, 0) == 0;
+    if (claimed && out_claim("cannot write", out, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    if (out && !cli_flag(&eval_spec, &a, "overwrite") && access(out, F_OK) == 0) {
+        fprintf(stderr, "grpolab: error: '%s' already exists: replace it with --overwrite, or "
+                "choose another --out\n", out);
+        rc = 2;
+    } else {
+        rc = eval_run(&a, model_path, out);
+    }
+    if (claimed) out_release(out);
     return rc;
 }
 
