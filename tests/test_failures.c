@@ -247,6 +247,31 @@ static void test_messages(void **state) {
     rmdir(ro);
 }
 
+// ---------------------------------------------------------------- [model] in a train config
+// The model RL trains is train.init's: a [model] key that disagrees is refused; the keys a
+// config leaves unset are recorded with train.init's values, not the schema's defaults.
+static void test_train_model_keys(void **state) {
+    const char *m = path_in("init-small.h5"), *run = path_in("model-keys.h5");
+    init_world_model(m);  // d_model 32, one layer
+    char args[1024], err[512];
+    const char *small = "--set train.steps=1 --set train.prompts_per_step=2 --set train.group_size=2 "
+                        "--set train.minibatch_size=4 --set train.eval_every=0 --set "
+                        "train.checkpoint_every=0 --set world.max_new_tokens=16 --set run.backend=cpu";
+    snprintf(args, sizeof args, "train --set train.init=%s %s --set model.d_model=64 --out %s", m, small, run);
+    expect_cli(2, args, "the config sets model.d_model = 64", m, "with 32", NULL);
+    assert_false(exists(run));
+    snprintf(args, sizeof args, "train --set train.init=%s %s --out %s", m, small, run);
+    expect_cli(0, args, NULL);
+    RunLogReader *rd = runlog_reader_open(run, err, sizeof err);
+    assert_non_null(rd);
+    char *cfg = runlog_read_attr_str(rd, "config", err, sizeof err);
+    assert_non_null(cfg);
+    assert_non_null(strstr(cfg, "d_model = 32"));
+    assert_non_null(strstr(cfg, "n_layers = 1"));
+    free(cfg);
+    runlog_reader_close(rd);
+}
+
 // ---------------------------------------------------------------- a full disk
 // A run log of about 1 MB (a table of 120000 float64 rows) to strip onto the small disk.
 static void write_big_log(const char *p) {
@@ -346,6 +371,7 @@ int main(void) {
         cmocka_unit_test(test_eval_refuses_bad_models),
         cmocka_unit_test(test_disk_full),
         cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_train_model_keys),
     };
     return cmocka_run_group_tests_name("failures", tests, setup, teardown);
 }
