@@ -6,6 +6,7 @@
 
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "analysis/analysis.h"
 #include "analysis/stats.h"
@@ -36,7 +37,7 @@ static void rm_tree(const char *dir) {
 }
 
 static int teardown(void **state) {
-    rm_tree(tmpdir);
+    if (!getenv("KEEP_TMP")) rm_tree(tmpdir);
     return 0;
 }
 
@@ -776,6 +777,66 @@ static void test_run_in_progress(void **state) {
     assert_int_equal(res[1], 10);
 }
 
+// Sets row `row` of dataset ds of the log at path to v, storing the column as float64 (so a
+// NaN survives in an integer column): a corrupted log.
+static void poke(const char *path, const char *ds, hsize_t row, double v) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT), d = H5Dopen2(f, ds, H5P_DEFAULT);
+    assert_true(d >= 0);
+    hid_t fs = H5Dget_space(d);
+    hsize_t n = 0;
+    H5Sget_simple_extent_dims(fs, &n, NULL);
+    assert_true(row < n);
+    double *x = malloc(n * sizeof *x);
+    assert_true(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
+    x[row] = v;
+    H5Dclose(d);
+    assert_true(H5Ldelete(f, ds, H5P_DEFAULT) >= 0);
+    H5Sclose(fs);
+    fs = H5Screate_simple(1, &n, NULL);
+    d = H5Dcreate2(f, ds, H5T_IEEE_F64LE, fs, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
+    free(x);
+    H5Sclose(fs);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+// Values outside the schema's ranges (a NaN /eval step that made summary spin, a huge /train
+// step that made plot fig5 write hundreds of MB, a huge group size that made plot
+// difficulty-bias allocate gigabytes, a NaN length that reached an int conversion) are refused
+// at load with the file, the dataset and the row: exit 1 within seconds, no output written.
+static void test_corrupt_values(void **state) {
+    struct {
+        const char *cmd, *ds;
+        hsize_t row;
+        double v;
+        const char *needle;
+    } cases[] = {
+        {"summary", "eval/step", 3, NAN, "/eval/step row 3 is nan"},
+        {"plot fig5", "train/step", 5, 2e9, "/train/step row 5 is 2e+09"},
+        {"plot fig5", "train/step", 2, 7, "/train/step row 2 is 7, expected 2"},
+        {"plot difficulty-bias", "questions/group_size", 1, 1e9, "/questions/group_size row 1 is 1e+09"},
+        {"plot length-bias", "responses/length", 4, NAN, "/responses/length row 4 is nan"},
+        {"plot length-bias", "responses/step", 0, -1, "/responses/step row 0 is -1"},
+    };
+    Synth s = {"grpo", 1, 12, 12, 0, 0, 0};
+    char out[8192], args[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = tmp_path("corrupt.h5");
+        write_log(p, &s, "train", 0);
+        poke(p, cases[i].ds, cases[i].row, cases[i].v);
+        snprintf(args, sizeof args, "%s %s -o %s/corrupt_fig", cases[i].cmd, p, tmpdir);
+        if (strcmp(cases[i].cmd, "summary") == 0) snprintf(args, sizeof args, "summary %s", p);
+        time_t t0 = time(NULL);
+        int rc = tu_run_cli(args, out, sizeof out);
+        printf("  %s with /%s[%d] = %g -> exit %d: %s", cases[i].cmd, cases[i].ds, (int)cases[i].row,
+               cases[i].v, rc, out);
+        assert_int_equal(rc, 1);
+        if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
+        assert_true(time(NULL) - t0 < 30);
+    }
+}
+
 static void test_cli(void **state) {
     char out[8192], args[1024];
     Synth s = {"grpo", 1, 4, 8, 0, 0, 0};
@@ -827,6 +888,7 @@ int main(void) {
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_run_in_progress),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_corrupt_values),
     };
     return cmocka_run_group_tests_name("analysis", tests, setup, teardown);
 }

@@ -1,8 +1,10 @@
 // test_checkpoint.c: HDF5 checkpoints: exact round trips (parameters, AdamW state, metadata),
 // tied and untied models, atomic saves, and a clear error for every kind of broken file.
 #include <dirent.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -11,6 +13,7 @@
 #include "common.h"
 
 #include "sim/checkpoint.h"
+#include "sim/h5util.h"
 #include "sim/model.h"
 
 static char g_dir[64];  // mkdtemp directory holding every file of this test
@@ -450,14 +453,38 @@ static void test_config_mismatch(void **state) {
     save_ok(path, a, NULL);
     expect_load_error(path, untied, 0, "model.tied_embeddings is 1, the model being loaded has 0", NULL);
 
-    // a config that does not validate is caught when reading the metadata
+    // an attribute outside its config key's range is refused before anything is allocated
     int zero = 0;
     rewrite_attr(path, "model.n_layers", H5T_STD_I32LE, H5T_NATIVE_INT, &zero);
     char err[512];
     assert_int_equal(checkpoint_read_meta(path, NULL, NULL, NULL, NULL, NULL, NULL, err, sizeof err), -1);
     printf("  error: %s\n", err);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "'model.n_layers' is 0, outside the allowed 1 .. 128"));
+    int64_t huge = 5553259250290448384LL;
+    save_ok(path, a, NULL);
+    rewrite_attr(path, "model.d_model", H5T_STD_I64LE, H5T_NATIVE_INT64, &huge);
+    assert_int_equal(checkpoint_read_meta(path, NULL, NULL, NULL, NULL, NULL, NULL, err, sizeof err), -1);
+    printf("  error: %s\n", err);
+    assert_non_null(strstr(err, "'model.d_model' is 5.55"));
+    // in range, but more parameters than the file can hold
+    int wide = 8192;
+    save_ok(path, a, NULL);
+    rewrite_attr(path, "model.d_model", H5T_STD_I32LE, H5T_NATIVE_INT, &wide);
+    assert_int_equal(checkpoint_read_meta(path, NULL, NULL, NULL, NULL, NULL, NULL, err, sizeof err), -1);
+    printf("  error: %s\n", err);
+    assert_non_null(strstr(err, "more than the file's"));
+    // within every range, but not a valid model: the model's own check
+    int three = 3;
+    save_ok(path, a, NULL);
+    rewrite_attr(path, "model.n_heads", H5T_STD_I32LE, H5T_NATIVE_INT, &three);
+    assert_int_equal(checkpoint_read_meta(path, NULL, NULL, NULL, NULL, NULL, NULL, err, sizeof err), -1);
+    printf("  error: %s\n", err);
     assert_non_null(strstr(err, "invalid model config"));
-    assert_non_null(strstr(err, "model.n_layers = 0"));
+    save_ok(path, a, NULL);
+    // the parameter count the file-size check uses is the model's own
+    ModelConfig meta;
+    assert_int_equal(checkpoint_read_meta(path, &meta, NULL, NULL, NULL, NULL, NULL, err, sizeof err), 0);
 
     // a config field stored as a string
     save_ok(path, a, NULL);
@@ -478,6 +505,84 @@ static void test_no_optimizer(void **state) {
     save_ok(path, m, NULL);
     expect_load_error(path, m, 1, path, "holds no optimizer state (needed to resume", NULL);
     model_free(m);
+}
+
+// A NaN or Inf weight (a diverged run's checkpoint) is refused with the file and the tensor,
+// for the parameters and for the optimizer state alike; the model stays untouched.
+static void test_nonfinite_tensor(void **state) {
+    Model *a = make_model(1, 64, 1), *b = make_model(1, 64, 2);
+    const char *path = tmp_path("nan.h5");
+    CkptInfo info = {.with_optimizer = 1};
+    const char *names[2] = {"layers.1.mlp.w_up", "optimizer/v/norm"};
+    const float vals[2] = {NAN, INFINITY};
+    for (int k = 0; k < 2; k++) {
+        save_ok(path, a, &info);
+        hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT), d = H5Dopen2(f, names[k], H5P_DEFAULT);
+        assert_true(d >= 0);
+        hsize_t one = 1, at = 5;
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &one, NULL);
+        if (H5Sget_simple_extent_ndims(fs) == 2) {
+            hsize_t at2[2] = {0, 5}, one2[2] = {1, 1};
+            H5Sselect_hyperslab(fs, H5S_SELECT_SET, at2, NULL, one2, NULL);
+        } else {
+            H5Sselect_hyperslab(fs, H5S_SELECT_SET, &at, NULL, &one, NULL);
+        }
+        assert_true(H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, &vals[k]) >= 0);
+        H5Sclose(ms);
+        H5Sclose(fs);
+        H5Dclose(d);
+        H5Fclose(f);
+        expect_load_error(path, b, k, path, names[k], "1 non-finite value", "at flat index 5",
+                          "use an earlier checkpoint", NULL);
+    }
+    Model *c = make_model(1, 64, 2);
+    assert_same_buffer(b, model_params(b), c, model_params(c), "params after refused loads");
+    model_free(a);
+    model_free(b);
+    model_free(c);
+}
+
+// init and pretrain never replace a file without --overwrite (keep_existing); the refused save
+// leaves the old file and no temporary file; a second writer of the same path is refused.
+static void test_keep_existing_and_claim(void **state) {
+    Model *a = make_model(1, 64, 1), *b = make_model(1, 64, 2), *c = make_model(1, 64, 3);
+    const char *path = tmp_path("keep.h5");
+    CkptInfo keep = {.keep_existing = 1};
+    save_ok(path, a, &keep);
+    char err[512] = "";
+    assert_int_equal(checkpoint_save(path, b, &keep, err, sizeof err), -1);
+    printf("  error: %s\n", err);
+    assert_non_null(strstr(err, "already exists"));
+    assert_false(file_exists(tmp_path("keep.h5.tmp")));
+    assert_false(file_exists(tmp_path("keep.h5.lock")));
+    assert_int_equal(checkpoint_load(path, c, 0, err, sizeof err), 0);
+    assert_same_buffer(a, model_params(a), c, model_params(c), "the kept checkpoint");
+    // another process holding the claim: refused, naming it
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char e[256];
+        int ok = out_claim("test", path, e, sizeof e) == 0;
+        if (write(fds[1], ok ? "y" : "n", 1) != 1) _exit(2);
+        if (ok) sleep(2);
+        _exit(ok ? 0 : 1);
+    }
+    char got = 0;
+    assert_int_equal(read(fds[0], &got, 1), 1);
+    assert_int_equal(got, 'y');
+    assert_int_equal(checkpoint_save(path, b, NULL, err, sizeof err), -1);
+    printf("  error: %s\n", err);
+    assert_non_null(strstr(err, "another process (pid "));
+    int status;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    close(fds[1]);
+    save_ok(path, b, NULL);  // the claim died with its holder
+    model_free(a);
+    model_free(b);
+    model_free(c);
 }
 
 // ---------------------------------------------------------------- setup
@@ -510,6 +615,8 @@ int main(void) {
         cmocka_unit_test(test_missing_tensor),
         cmocka_unit_test(test_config_mismatch),
         cmocka_unit_test(test_no_optimizer),
+        cmocka_unit_test(test_nonfinite_tensor),
+        cmocka_unit_test(test_keep_existing_and_claim),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, setup, teardown);
 }

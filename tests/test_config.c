@@ -329,6 +329,42 @@ static void test_float_syntax(void **state) {
     expect_load_error("[optim]\nlr = -1e-9\n", "out of range (allowed: [0, 1])", NULL);
     expect_load_error("[model]\nnorm_eps = 0\n", "model.norm_eps = 0: out of range "
                       "(allowed: [1e-12, 0.1])", NULL);
+    // decimal only, like integers: hexadecimal floats are refused
+    expect_load_error("[optim]\nlr = 0x1p-3\n", "'0x1p-3': not a number", NULL);
+    expect_load_error("[optim]\nlr = 0X.8\n", "'0X.8': not a number", NULL);
+    expect_load_error("[train]\nsteps = 0x10\n", "'0x10': not an integer", NULL);
+}
+
+// The schema's ranges are the ones the run enforces: every [model] float and every [corpus]
+// number at either end of its range passes the model's and the corpus's own checks (the
+// cross-key rules aside: the template shares and the context are set so that they hold).
+static void test_ranges_are_the_runs(void **state) {
+    char err[512], set[160];
+    int checked = 0;
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        const CfgKey *k = &CONFIG_SCHEMA[i];
+        int corpus = strcmp(k->section, "corpus") == 0, model = strcmp(k->section, "model") == 0;
+        if (!(corpus || (model && k->type == CFG_FLOAT)) || (k->type != CFG_INT && k->type != CFG_FLOAT))
+            continue;
+        for (int end = 0; end < 2; end++) {
+            Config *c = config_new();
+            assert_int_equal(config_set(c, "model.max_seq_len=1024", err, sizeof err), 0);
+            if (strstr(k->key, "p_template_"))  // the two template shares sum to at most 1
+                assert_int_equal(config_set(c, strcmp(k->key, "p_template_r1") == 0 ? "corpus.p_template_boxed=0"
+                                                                                   : "corpus.p_template_r1=0",
+                                            err, sizeof err), 0);
+            snprintf(set, sizeof set, "%s.%s=%.17g", k->section, k->key, end ? k->max : k->min);
+            if (config_set(c, set, err, sizeof err) != 0) fail_msg("%s: %s", set, err);
+            ModelConfig mc;
+            CorpusParams cp;
+            int rc = corpus ? setup_corpus_params(c, &cp, err, sizeof err) : setup_model_config(c, &mc, err, sizeof err);
+            if (rc != 0) fail_msg("--set %s passes the schema but the run refuses it: %s", set, err);
+            config_free(c);
+            checked++;
+        }
+    }
+    printf("  %d range ends accepted by the run's checks\n", checked);
+    assert_true(checked > 40);
 }
 
 static void test_enum_values(void **state) {
@@ -534,6 +570,7 @@ int main(void) {
         cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_short_error_buffer),
         cmocka_unit_test(test_print_keys),
+        cmocka_unit_test(test_ranges_are_the_runs),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "kernels/kernels.h"
 #include "sim/sampler.h"
 #include "test_util.h"
 
@@ -177,6 +178,36 @@ static void test_environment_tokens(void **state) {
     generation_free(&g0);
 }
 
+// Rows without a distribution (a NaN or +Inf logit, or no finite one) give token 0 and a NaN
+// logp under every setting; finite rows beside them are unaffected (the -Inf row of a masked
+// vocabulary is a distribution). Under ASan this also checks that no pick reads outside the row.
+static void test_nonfinite_logits(void **state) {
+    enum { R = 6, V = 13 };
+    float z[R * V];
+    for (int i = 0; i < R * V; i++) z[i] = (float)((i * 7) % 11) * 0.3f;
+    z[0 * V + 4] = NAN;                                    // one NaN
+    for (int v = 0; v < V; v++) z[1 * V + v] = NAN;        // all NaN
+    z[2 * V + 9] = INFINITY;                               // +Inf
+    for (int v = 0; v < V; v++) z[3 * V + v] = -INFINITY;  // nothing finite
+    for (int v = 0; v < V; v++) z[4 * V + v] = v == 7 ? 2.0f : -INFINITY;  // masked: only 7
+    // row 5: finite, a reference for the greedy pick
+    uint64_t ctr[R];
+    for (int r = 0; r < R; r++) ctr[r] = 100u + (uint64_t)r;
+    const float temps[3] = {0.0f, 1.0f, 0.7f}, tops[3] = {1.0f, 1.0f, 0.5f};
+    for (int k = 0; k < 3; k++) {
+        int tok[R];
+        float lp[R];
+        kn_sample(bk, tok, lp, z, R, V, temps[k], tops[k], 42, ctr);
+        for (int r = 0; r < 4; r++) {
+            assert_int_equal(tok[r], 0);
+            assert_true(isnan(lp[r]));
+        }
+        assert_int_equal(tok[4], 7);
+        assert_true(fabsf(lp[4]) < 1e-6f);
+        assert_true(tok[5] >= 0 && tok[5] < V && isfinite(lp[5]));
+    }
+}
+
 static void test_budget_check(void **state) {
     char err[256];
     SamplerConfig sc = {.temperature = 1, .top_p = 1, .max_new_tokens = 38, .eos_token = 1,
@@ -192,6 +223,7 @@ int main(void) {
         cmocka_unit_test(test_sampling_logp_and_reproducibility),
         cmocka_unit_test(test_environment_tokens),
         cmocka_unit_test(test_budget_check),
+        cmocka_unit_test(test_nonfinite_logits),
     };
     return cmocka_run_group_tests_name("sampler", tests, setup, teardown);
 }

@@ -100,4 +100,17 @@ static inline int tu_run_cli(const char *args, char *out, size_t cap) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// The bytes of file p, malloc'd (*n bytes); NULL if it cannot be opened.
+static inline char *tu_read_file(const char *p, size_t *n) {
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)(len > 0 ? len : 0) + 1);
+    *n = fread(b, 1, (size_t)(len > 0 ? len : 0), f);
+    fclose(f);
+    return b;
+}
+
 #endif

@@ -85,7 +85,7 @@ static int write_lenbias(const Figure *fig, Run *const *runs, int n, const int *
             double A = r->resp_advantage[j], L = r->resp_length[j], w = r->resp_mean_abs_w[j];
             // a response whose tokens the log lacks (no /tokens, or rows past its end) has no
             // measured |w|, and in a log that has /tokens it is left out altogether
-            if (A == 0 || L < 1 || (r->has_tokens && !isfinite(w))) continue;
+            if (A == 0 || !(L >= 1 && L <= 65536) || (r->has_tokens && !isfinite(w))) continue;  // NaN too
             int b = (int)((L - 1) / bw);
             if (b >= nb) b = nb - 1;
             int c = r->resp_correct[j] > 0.5 ? 0 : 1;

@@ -51,6 +51,24 @@ static int read_table(RunLogReader *rd, const TableSpec *table, const ColumnFiel
     return 0;
 }
 
+// Refuses a column whose values are not whole numbers in [lo, hi] (a NaN included), naming
+// the file, the dataset, the row and the value: the readers below size loops and arrays by
+// these values, so a corrupt one must stop here (docs/hdf5-schema.md gives the ranges).
+static int check_whole(const char *path, const char *ds, const double *v, int64_t n, double lo,
+                       double hi, char *err, size_t errlen) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(v[i] >= lo && v[i] <= hi && v[i] == floor(v[i])))
+            return set_err(err, errlen, "%s: /%s row %lld is %g, expected a whole number in %.0f .. %.0f "
+                           "(corrupt log?)", path, ds, (long long)i, v[i], lo, hi);
+    return 0;
+}
+
+// Bounds of the schema's ranges (config_schema.c): train.steps, world.max_new_tokens,
+// train.group_size.
+#define MAX_STEPS 100000000.0
+#define MAX_TOKENS 65536.0
+#define MAX_GROUP 65536.0
+
 static int attr_str(RunLogReader *rd, const char *path, const char *name, char *out, size_t outlen,
                     char *err, size_t errlen) {
     char e[512];
@@ -130,6 +148,13 @@ static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *er
                                        SAME(EvalColumns, length_incorrect), SAME(EvalColumns, n)};
     int64_t n = 0;
     if (read_table(rd, &LOG_TRAIN_EVAL, cols, FIELDS_OF(cols), &ev, &n, err, errlen) != 0) return -1;
+    if (check_whole(r->path, "eval/step", ev.step, n, 0, MAX_STEPS, err, errlen) != 0 ||
+        check_whole(r->path, "eval/bench", ev.bench, n, 0, 64, err, errlen) != 0 ||
+        check_whole(r->path, "eval/n", ev.n, n, 0, MAX_STEPS, err, errlen) != 0) {
+        free(ev.step), free(ev.bench), free(ev.accuracy), free(ev.length_correct);
+        free(ev.length_incorrect), free(ev.n);
+        return -1;
+    }
     // the index of train_pool among the benchmark names, if present
     int train_pool = -1, idx = 0;
     for (const char *p = bench_names; p && *p; idx++) {
@@ -211,6 +236,12 @@ Run *run_load(const char *path, char *err, size_t errlen) {
                 "starting, or did it fail before its first step?)", path);
         goto fail;
     }
+    for (int64_t i = 0; i < r->n_steps; i++)  // one row per step, from step 0
+        if (r->step[i] != (double)i) {
+            set_err(err, errlen, "%s: /train/step row %lld is %g, expected %lld (one row per step from "
+                    "0; corrupt log?)", path, (long long)i, r->step[i], (long long)i);
+            goto fail;
+        }
     if (read_eval(rd, r, benches, err, errlen) != 0) goto fail;
     free(benches);
     runlog_reader_close(rd);
@@ -263,6 +294,18 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
         ok = 0;
     }
     runlog_reader_close(rd);
+    if (ok && (check_whole(r->path, "responses/step", R.step, nr, 0, MAX_STEPS, err, errlen) != 0 ||
+               check_whole(r->path, "responses/length", R.length, nr, 0, MAX_TOKENS, err, errlen) != 0 ||
+               check_whole(r->path, "responses/token_offset", R.token_offset, nr, 0, 9007199254740992.0,
+                           err, errlen) != 0 ||
+               check_whole(r->path, "questions/step", Q.step, nq, 0, MAX_STEPS, err, errlen) != 0 ||
+               check_whole(r->path, "questions/group_size", Q.group_size, nq, 2,
+                           nr < (int64_t)MAX_GROUP ? (double)(nr > 2 ? nr : 2) : MAX_GROUP, err, errlen) != 0)) {
+        free(R.step), free(R.length), free(R.correct), free(R.advantage), free(R.token_offset);
+        free(Q.step), free(Q.reward_mean), free(Q.mean_abs_advantage), free(Q.sum_abs_weight);
+        free(Q.group_size), free(T.weight);
+        ok = 0;
+    }
     if (!ok) return -1;
     // keep only the steps /train has (a run being written may have rows of the next step)
     double last = r->step[r->n_steps - 1];

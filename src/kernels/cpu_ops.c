@@ -611,6 +611,17 @@ static int cmp_prob_desc(const void *a, const void *b) {
 
 static void sample_row(int *token, float *logp, const float *z, int V, float temperature,
                        float top_p, float u, float *e, ProbId *sorted) {
+    // a row without a distribution (a NaN or +Inf logit, or no finite one): token 0, logp NaN
+    int finite = 0, bad = 0;
+    for (int v = 0; v < V; v++) {
+        finite |= isfinite(z[v]);
+        bad |= isnan(z[v]) || z[v] == INFINITY;
+    }
+    if (bad || !finite) {
+        *token = 0;
+        *logp = NAN;
+        return;
+    }
     if (temperature <= 0.0f) {
         int best = 0;
         for (int v = 1; v < V; v++)
@@ -660,6 +671,7 @@ static void sample_row(int *token, float *logp, const float *z, int V, float tem
         if (run > target) break;
     }
 #undef IN_NUCLEUS
+    if (pick < 0) pick = 0;  // unreachable: the row's largest logit is finite and kept
     *token = pick;
     *logp = (z[pick] / temperature - m) - logf((float)total);  // z/T - lse, full distribution
 }

@@ -1028,6 +1028,8 @@ extern "C" void cuda_logprob_backward(Backend *b, float *dx, float *dW, const fl
 //       increasing id whose double running sum of e exceeds u * (nucleus sum), else the last
 //   logp = (z_tok / temperature - m) - logf((float)total)
 // temperature <= 0: argmax (ties by lower id); logp = -logf(sum_v expf(z_v - z_tok)).
+// A row with a NaN or +Inf logit, or without a finite one, has no distribution: token 0,
+// logp NaN (never an id outside the vocabulary).
 #define SAMPLE_THREADS 128
 __global__ void sample_kernel(int *tokens, float *logp, const float *logits, int V,
                               float temperature, float top_p, uint64_t seed,
@@ -1040,6 +1042,22 @@ __global__ void sample_kernel(int *tokens, float *logp, const float *logits, int
     int *order = (int *)(sm + V);
     int b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5, nw = blockDim.x >> 5;
     const float *z = logits + (size_t)b * V;
+
+    // a row without a distribution (a NaN or +Inf logit, or no finite one): token 0, logp NaN
+    int bad = 0, finite = 0;
+    for (int v = tid; v < V; v += blockDim.x) {
+        bad |= isnan(z[v]) || z[v] == INFINITY;
+        finite |= isfinite(z[v]);
+    }
+    bad = __syncthreads_or(bad);
+    finite = __syncthreads_or(finite);
+    if (bad || !finite) {  // block-uniform
+        if (tid == 0) {
+            tokens[b] = 0;
+            logp[b] = __int_as_float(0x7fc00000);  // NaN
+        }
+        return;
+    }
 
     if (!(temperature > 0.0f)) {  // greedy
         float bv = -INFINITY;
@@ -1070,7 +1088,7 @@ __global__ void sample_kernel(int *tokens, float *logp, const float *logits, int
                 best_v = redv[i];
                 best = redi[i];
             }
-        if (best < 0) best = 0;  // only with NaN logits
+        if (best < 0) best = 0;  // unreachable: NaN rows are handled above
         float s = 0.0f;
         for (int v = tid; v < V; v += blockDim.x) s += expf(z[v] - z[best]);
         s = block_sum(s, red);
@@ -1128,7 +1146,7 @@ __global__ void sample_kernel(int *tokens, float *logp, const float *logits, int
             run += e[v];
             if (run > target) break;
         }
-        if (pick < 0) pick = 0;  // only with NaN logits
+        if (pick < 0) pick = 0;  // unreachable: the row's largest logit is finite and kept
         tokens[b] = pick;
         logp[b] = (z[pick] / temperature - m) - logf((float)total);
     }

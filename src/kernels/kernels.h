@@ -147,6 +147,8 @@ void kn_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
 // temperature == 0: greedy (argmax, ties by lower id).
 // tokens (B) out; logp (B) out = log softmax(logits / temperature)[token] of the full
 // (not top-p truncated) distribution (temperature 0: log softmax(logits)[token]).
+// A row with a NaN or +Inf logit, or without a finite one, has no distribution: its token is
+// 0 and its logp NaN, so a broken model never yields an id outside [0, V).
 void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
                float temperature, float top_p, uint64_t seed, const uint64_t *counters);
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include <hdf5.h>
 
+#include "config.h"
 #include "h5util.h"
 
 #include "../common.h"
@@ -112,6 +114,12 @@ static int read_str_attr(const char *path, hid_t obj, const char *name, char ***
         (sp = H5Aget_space(a)) < 0)
         goto h5fail;
     count = H5Sget_simple_extent_npoints(sp);
+    if (H5Tget_class(ft) == H5T_STRING && count >= 0 &&
+        (double)count * (double)H5Tget_size(ft) > h5_file_bytes(obj)) {  // each string takes bytes
+        set_err(err, errlen, "checkpoint '%s': root attribute '%s' claims %lld strings of %zu bytes, more "
+                "than the file holds (corrupt?)", path, name, (long long)count, H5Tget_size(ft));
+        goto done;
+    }
     if (H5Tget_class(ft) != H5T_STRING || H5Sget_simple_extent_ndims(sp) > 1 || count < 0 ||
         count > INT_MAX) {
         set_err(err, errlen, "checkpoint '%s': root attribute '%s' is not a string or 1-D array of strings (found %s)",
@@ -194,6 +202,9 @@ static hid_t open_checkpoint(const char *path, char *err, size_t errlen) {
     if (H5Fis_hdf5(path) <= 0)
         return set_err(err, errlen, "checkpoint '%s' is not an HDF5 file (or is truncated/corrupt)",
                        path);
+    char why[256];
+    if (h5_check_global_heaps(path, why, sizeof why) != 0)
+        return set_err(err, errlen, "checkpoint '%s' is corrupt (%s)", path, why);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0)
         return set_err(err, errlen, "checkpoint '%s' is truncated or corrupt (HDF5: %s)", path,
@@ -235,6 +246,15 @@ fail:
     return -1;
 }
 
+// The parameter count of a model of config c (model.c's size table, counted as a double: no
+// overflow for configs far outside the schema's ranges); checked against model_num_params by
+// tests/test_checkpoint.c through checkpoint_read_meta.
+static double model_config_num_params(const ModelConfig *c) {
+    double C = c->d_model, hd = (double)c->d_model / c->n_heads, F = c->d_ff, V = c->vocab_size;
+    double layer = 2 * C + (c->n_heads + 2.0 * c->n_kv_heads) * hd * C + C * c->n_heads * hd + 3 * F * C;
+    return V * C * (c->tied_embeddings ? 1 : 2) + c->n_layers * layer + C;
+}
+
 // Reads every model.* attribute into cfg and validates the result.
 static int read_config(const char *path, hid_t f, ModelConfig *cfg, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
@@ -250,20 +270,34 @@ static int read_config(const char *path, hid_t f, ModelConfig *cfg, char *err, s
         if (r == 0)
             return set_err(err, errlen, "checkpoint '%s': root attribute '%s' (model config) is missing",
                            path, fd->name);
-        if (fd->is_float) {
+        // the range of the config key of the same name: a corrupt value is refused here, not
+        // met as an absurd allocation later
+        const CfgKey *k = config_schema_key(fd->name);
+        double v = fd->is_float ? dv : (double)iv, lo = k && k->type != CFG_BOOL ? k->min : 0,
+               hi = k && k->type != CFG_BOOL ? k->max : 1;
+        if (!(v >= lo && v <= hi))
+            return set_err(err, errlen, "checkpoint '%s': root attribute '%s' is %.9g, outside the "
+                           "allowed %g .. %g (corrupt, or not a model of this grpolab)", path,
+                           fd->name, v, lo, hi);
+        if (fd->is_float)
             *cfg_float(cfg, fd) = (float)dv;
-        } else {
-            if (iv < INT_MIN || iv > INT_MAX)
-                return set_err(err, errlen, "checkpoint '%s': %s = %lld is out of range", path,
-                               fd->name, (long long)iv);
+        else
             *cfg_int(cfg, fd) = (int)iv;
-        }
     }
     char why[256];
     if (model_config_validate(cfg, why, sizeof why) != 0)
         return set_err(err, errlen, "checkpoint '%s' holds an invalid model config: %s", path, why);
+    // the tensors are stored uncompressed: a file smaller than the parameters is not this model
+    double params = model_config_num_params(cfg);
+    hsize_t fsize = 0;
+    if (H5Fget_filesize(f, &fsize) >= 0 && params * 4.0 > (double)fsize)
+        return set_err(err, errlen, "checkpoint '%s': its model config describes %.0f parameters "
+                       "(%.0f bytes), more than the file's %llu bytes (corrupt model.* attributes?)",
+                       path, params, params * 4.0, (unsigned long long)fsize);
     return 0;
 }
+
+
 
 void checkpoint_free_vocab(char **vocab, int n_vocab) {
     if (!vocab) return;
@@ -323,6 +357,36 @@ done:
     return ret;
 }
 
+int checkpoint_check_vocab(const char *path, const char *const *vocab, int n, int missing_ok,
+                           char *err, size_t errlen) {
+    char **got = NULL;
+    int ng = 0;
+    if (checkpoint_read_meta(path, NULL, &got, &ng, NULL, NULL, NULL, err, errlen) != 0) return -1;
+    int ret = 0;
+    if (!got) {
+        if (!missing_ok)
+            ret = set_err(err, errlen, "checkpoint '%s' stores no tokenizer vocabulary (attribute "
+                          "'tokenizer.vocab'): not a model of this world's tokenizer (write it with "
+                          "grpolab pretrain or init)", path);
+        return ret;
+    }
+    for (int i = 0; i < ng && ret == 0; i++)
+        for (int j = 0; j < i && ret == 0; j++)
+            if (strcmp(got[i], got[j]) == 0)
+                ret = set_err(err, errlen, "checkpoint '%s': tokenizer.vocab token %d \"%s\" duplicates "
+                              "token %d (corrupt vocabulary)", path, i, got[i], j);
+    if (ret == 0 && ng != n)
+        ret = set_err(err, errlen, "checkpoint '%s': tokenizer.vocab has %d tokens, this world's "
+                      "tokenizer has %d: not a model of this world", path, ng, n);
+    for (int i = 0; i < n && ret == 0; i++)
+        if (strcmp(got[i], vocab[i]) != 0)
+            ret = set_err(err, errlen, "checkpoint '%s': tokenizer.vocab token %d is \"%s\", this "
+                          "world's tokenizer has \"%s\": not a model of this world", path, i,
+                          got[i], vocab[i]);
+    checkpoint_free_vocab(got, ng);
+    return ret;
+}
+
 // ---------------------------------------------------------------- tensors
 // Writes tensor t of base (host, n_params floats) as a float32 dataset named t->name in loc.
 static herr_t write_tensor(hid_t loc, const ParamTensor *t, const float *base) {
@@ -375,6 +439,17 @@ static int read_tensor(const char *path, hid_t loc, const char *prefix, const Pa
     if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, base + t->offset) < 0) {
         set_err(err, errlen, "checkpoint '%s': cannot read tensor '%s%s' (truncated or corrupt? HDF5: %s)",
                 path, prefix, t->name, h5_msg(msg));
+        goto done;
+    }
+    // a NaN or infinite weight makes every forward NaN: refuse it here, naming the tensor
+    const float *v = base + t->offset;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < t->numel; i++)
+        if (!isfinite(v[i]) && bad++ == 0) first = i;
+    if (bad) {
+        set_err(err, errlen, "checkpoint '%s': tensor '%s%s' holds %zu non-finite value%s (the first, "
+                "%g, at flat index %zu): the model it was saved from had diverged; use an earlier "
+                "checkpoint", path, prefix, t->name, bad, bad == 1 ? "" : "s", v[first], first);
         goto done;
     }
     ret = 0;
@@ -486,16 +561,6 @@ done:
 
 // ---------------------------------------------------------------- save
 
-// fsync of a file or directory; filesystems that cannot sync (EINVAL) are not an error.
-static int sync_path(const char *p, int is_dir) {
-    int fd = open(p, is_dir ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    if (r != 0 && errno == EINVAL) r = 0;
-    close(fd);
-    return r;
-}
-
 static herr_t write_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, hid_t space,
                          const void *buf) {
     hid_t a = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
@@ -520,26 +585,21 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
         if (!info->vocab[i])
             return set_err(err, errlen, "cannot save checkpoint '%s': token %d of the vocabulary is NULL",
                            path, i);
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return set_err(err, errlen, "cannot save checkpoint '%s': it is a directory", path);
-    if (check_parent_dir("cannot save checkpoint", path, err, errlen) != 0) return -1;
+    const char *what = "cannot save checkpoint";
+    if (check_out_path(what, path, !info->keep_existing, err, errlen) != 0) return -1;
+    if (out_claim(what, path, err, errlen) != 0) return -1;
 
     H5Quiet q = h5_quiet();
-    char msg[H5MSG_LEN], what[160] = "";
-    int ret = -1, created = 0;
+    char msg[H5MSG_LEN], obj[160] = "";
+    int ret = -1;
     size_t n = model_num_params(m);
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 5);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
     float *host = xmalloc(n * sizeof(float));
     hid_t fapl = -1, f = -1, scalar = -1, str_t = -1, vspace = -1, opt = -1, g = -1;
 
 #define TRY(call, ...)                                   \
     do {                                                 \
         if ((call) < 0) {                                \
-            snprintf(what, sizeof what, __VA_ARGS__);    \
+            snprintf(obj, sizeof obj, __VA_ARGS__);      \
             goto h5fail;                                 \
         }                                                \
     } while (0)
@@ -548,12 +608,8 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
     // over 64 KiB (a large tokenizer vocabulary) densely.
     TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "a file access property list");
     TRY(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST), "the file format bounds");
-    f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (f < 0) {
-        set_err(err, errlen, "cannot create checkpoint file '%s' (HDF5: %s)", tmp, h5_msg(msg));
-        goto done;
-    }
-    created = 1;
+    // built in memory, written in one go by h5_tmp_commit (h5util.h)
+    if ((f = h5_tmp_create(what, path, fapl, err, errlen)) < 0) goto done;
     TRY(scalar = H5Screate(H5S_SCALAR), "a dataspace");
     TRY(str_t = H5Tcopy(H5T_C_S1), "a string type");
     TRY(H5Tset_size(str_t, H5T_VARIABLE), "a string type");
@@ -613,47 +669,21 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
 
     h5_close(opt);
     opt = -1;
-    herr_t closed = H5Fclose(f);
+    ret = h5_tmp_commit(f, what, path, !info->keep_existing, err, errlen);
     f = -1;
-    if (closed < 0) {
-        set_err(err, errlen, "cannot finish writing checkpoint file '%s' (disk full? HDF5: %s)", tmp,
-                h5_msg(msg));
-        goto done;
-    }
-    if (sync_path(tmp, 0) != 0) {
-        set_err(err, errlen, "cannot sync checkpoint file '%s' to disk: %s", tmp, strerror(errno));
-        goto done;
-    }
-    if (rename(tmp, path) != 0) {
-        set_err(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        goto done;
-    }
-    created = 0;
-    // make the rename itself durable (best effort)
-    const char *slash = strrchr(path, '/');
-    if (slash) {
-        char *dir = xstrdup(path);
-        dir[slash == path ? 1 : slash - path] = '\0';
-        sync_path(dir, 1);
-        free(dir);
-    } else {
-        sync_path(".", 1);
-    }
-    ret = 0;
     goto done;
 h5fail:
-    set_err(err, errlen, "cannot write %s of checkpoint '%s' (HDF5: %s)", what, tmp, h5_msg(msg));
+    set_err(err, errlen, "cannot save checkpoint '%s': cannot write %s (HDF5: %s)", path, obj, h5_msg(msg));
 done:
     h5_close(g);
     h5_close(opt);
     h5_close(vspace);
     h5_close(str_t);
     h5_close(scalar);
-    h5_close(f);
+    if (f >= 0) h5_tmp_discard(f, path);
     h5_close(fapl);
-    if (created) unlink(tmp);
     free(host);
-    free(tmp);
     h5_loud(q);
+    out_release(path);
     return ret;
 }

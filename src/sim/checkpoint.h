@@ -12,13 +12,19 @@
 //   /optimizer          (only with the optimizer) attribute adam_step (int64, AdamW steps taken)
 //   /optimizer/m/<name>, /optimizer/v/<name>   AdamW first and second moments, same shapes
 //
-// Saving is atomic: the file is written to "<path>.tmp", synced, then renamed over path, so a
-// crash never leaves a half-written file under the real name nor destroys the old checkpoint.
-// The parent directory must exist (it is not created).
+// Saving is atomic: the file is built in memory, written to "<path>.tmp", synced, then renamed
+// over path (or linked to it where an existing path must not be replaced), so a crash or a
+// full disk never leaves a half-written file under the real name nor destroys the old
+// checkpoint, and no temporary file is left behind. While it saves, the process holds the
+// claim on path (h5util.h out_claim): a second writer of the same path is refused. The parent
+// directory must exist (it is not created).
 //
 // Every function returns 0 on success, or -1 with a message in err that names the file and
 // what was expected and found (missing, not HDF5, truncated, wrong format or version, missing
-// tensor, wrong shape or dtype, config mismatch). A failed load leaves the model untouched.
+// tensor, wrong shape or dtype, config mismatch, a model.* attribute outside the range of its
+// config key, a parameter count the file is too small to hold, a vocabulary that is not one
+// distinct non-empty string per token id, a NaN or infinite value in a tensor). A failed load
+// leaves the model untouched.
 #ifndef GRPOLAB_CHECKPOINT_H
 #define GRPOLAB_CHECKPOINT_H
 
@@ -36,20 +42,30 @@ typedef struct {
     const char *config_text;   // resolved config as INI text (may be NULL)
     int64_t step;              // training step the checkpoint was taken at
     int with_optimizer;        // also store AdamW m and v and the AdamW step count
+    int keep_existing;         // 1: an existing file at path is an error (no --overwrite)
 } CkptInfo;
 
 // Writes the parameters of m (and, with info->with_optimizer, its AdamW state) with the
 // metadata in info (NULL: no vocab, no config text, step 0, no optimizer).
 int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err, size_t errlen);
 
-// Reads only the metadata (to build a Model before loading): model config (validated), vocab
-// (malloc'd array of malloc'd strings, NULL/0 when the file has none; free with
+// Reads only the metadata (to build a Model before loading): model config (validated: every
+// model.* attribute within its config key's range, and the file large enough for the
+// parameters it describes), vocab (when present: model.vocab_size distinct non-empty strings),
+// as a malloc'd array of malloc'd strings, NULL/0 when the file has none; free with
 // checkpoint_free_vocab), config text (malloc'd, NULL when the file has none), step, and
 // whether the file holds optimizer state. Any out-pointer may be NULL.
 int checkpoint_read_meta(const char *path, ModelConfig *cfg, char ***vocab, int *n_vocab,
                          char **config_text, int64_t *step, int *has_optimizer, char *err,
                          size_t errlen);
 void checkpoint_free_vocab(char **vocab, int n_vocab);
+
+// Checks that the checkpoint at path stores exactly the tokenizer vocabulary vocab[0..n-1]
+// (the world's): 0 if so, else -1 with a message naming the file and the first difference (no
+// vocabulary, fewer or more tokens, a duplicate token, token i differs). missing_ok: a file
+// without a vocabulary passes (one written by a test or an older `grpolab init`).
+int checkpoint_check_vocab(const char *path, const char *const *vocab, int n, int missing_ok,
+                           char *err, size_t errlen);
 
 // Loads every tensor of m's table into m. m's config must equal the file's (a mismatch names
 // the field, the file's value and the model's). load_optimizer: also AdamW m, v and step

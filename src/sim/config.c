@@ -175,6 +175,18 @@ static int find_key(const Config *c, const char *sec, size_t seclen, const char 
     return -1;
 }
 
+const CfgKey *config_schema_key(const char *name) {
+    const char *dot = name ? strchr(name, '.') : NULL;
+    if (!dot) return NULL;
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        const CfgKey *k = &CONFIG_SCHEMA[i];
+        if (strlen(k->section) == (size_t)(dot - name) && strncmp(k->section, name, (size_t)(dot - name)) == 0 &&
+            strcmp(k->key, dot + 1) == 0)
+            return k;
+    }
+    return NULL;
+}
+
 static int section_known(const Config *c, const char *sec, size_t seclen) {
     for (int i = 0; i < c->n; i++)
         if (strlen(c->schema[i].section) == seclen &&
@@ -314,7 +326,8 @@ static int parse_value(const CfgKey *k, const char *text, CfgValue *out, Msg *m)
         char *end = NULL;
         errno = 0;
         double v = n ? strtod(text, &end) : 0;
-        if (n == 0 || end != text + n || is_space(text[0])) {
+        // decimal only, as for integers: strtod's hexadecimal floats ("0x1p3") are refused
+        if (n == 0 || end != text + n || is_space(text[0]) || strpbrk(text, "xX")) {
             msg_add(m, "%s.%s = '%s': not a number (allowed: number in %s)", k->section, k->key,
                     text, allowed);
             return -1;

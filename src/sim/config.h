@@ -6,7 +6,8 @@
 //   key = value          whitespace around key and value is trimmed
 //   # comment, ; comment full line, or after whitespace at the end of a line
 //   key = "a \"q\" \\ b" double-quoted value, escapes \" and \\ only; '#' inside is literal
-// Types: int (decimal, optional sign), float (finite, strtod syntax), bool
+// Types: int (decimal, optional sign), float (finite, decimal strtod syntax: hexadecimal floats
+// such as 0x1p3 are refused, as they are for int), bool
 // (true/false/1/0/yes/no/on/off, any case), string, enum (one of "a|b|c", any case,
 // stored in the schema's spelling). INT and FLOAT values must lie in [min, max].
 //
@@ -38,6 +39,10 @@ typedef struct {
 // The global schema (config_schema.c).
 extern const CfgKey CONFIG_SCHEMA[];
 extern const int CONFIG_SCHEMA_LEN;
+
+// The schema row of "section.key", NULL if there is none. Readers of stored values (a
+// checkpoint's model.* attributes) check them against its range.
+const CfgKey *config_schema_key(const char *name);
 
 typedef struct Config Config;
 

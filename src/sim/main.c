@@ -1,4 +1,5 @@
 // main.c: `grpolab <command> [options]`, the command table and the small commands.
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +13,12 @@
 #include "cli.h"
 #include "config.h"
 #include "evaluate.h"
+#include "h5util.h"
 #include "logschema.h"
 #include "model.h"
 #include "pretrain.h"
 #include "setup.h"
+#include "tokenizer.h"
 #include "train.h"
 
 typedef struct {
@@ -25,6 +28,7 @@ typedef struct {
 } Command;
 
 static int cmd_help(int argc, char **argv);
+static int check_train_init(Config *c);
 
 // ---------------------------------------------------------------- version
 static int cmd_version(int argc, char **argv) {
@@ -93,6 +97,10 @@ static int cmd_config(int argc, char **argv) {
         config_free(c);
         return 2;
     }
+    if (run && check_train_init(c) != 0) {  // [model] as train would resolve it
+        config_free(c);
+        return 2;
+    }
     if (run || model) {
         char msg[1024];
         int same = run ? train_compare_run_config(run, c, 0, msg, sizeof msg)
@@ -116,15 +124,24 @@ static int cmd_config(int argc, char **argv) {
     return 0;
 }
 
+// The world's tokenizer vocabulary, token strings in id order (what checkpoints store).
+static int world_vocab(const char *vocab[256]) {
+    const Tokenizer *tk = tokenizer_default();
+    int n = tok_vocab_size(tk);
+    for (int i = 0; i < n; i++) vocab[i] = tok_str(tk, i);
+    return n;
+}
+
 // ---------------------------------------------------------------- init
 static const CliOption init_opts[] = {
     {"config", "FILE", "config file (INI); defaults are used for keys it does not set"},
     {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
     {"out", "FILE", "checkpoint to write (required), e.g. data/models/init.h5"},
+    {"overwrite", NULL, "replace an existing --out FILE (without it, an existing FILE is an error)"},
 };
 static const CliSpec init_spec = {
     "init", "Write a randomly initialised model (from [model] and run.seed) as an HDF5 checkpoint.",
-    "[--config FILE] [--set SECTION.KEY=VALUE]... --out FILE", init_opts, 3, 0, NULL};
+    "[--config FILE] [--set SECTION.KEY=VALUE]... --out FILE [--overwrite]", init_opts, 4, 0, NULL};
 
 static int cmd_init(int argc, char **argv) {
     CliArgs a;
@@ -136,6 +153,7 @@ static int cmd_init(int argc, char **argv) {
         return 2;
     }
     const char *cfg_path = cli_get(&init_spec, &a, "config");
+    int overwrite = cli_flag(&init_spec, &a, "overwrite");
     Config *c = cli_load_config(cfg_path, &a);
     if (!c) return 2;
     char err[1024];
@@ -145,13 +163,23 @@ static int cmd_init(int argc, char **argv) {
         config_free(c);
         return 2;
     }
+    if (check_out_path("cannot write checkpoint", out, overwrite, err, sizeof err) != 0 ||
+        out_claim("cannot write checkpoint", out, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
     Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
     if (!bk) die("%s", err);
     Model *m = model_create(bk, &mc);
     model_init_params(m, (uint64_t)config_int(c, "run.seed"));
     char *text = config_to_ini(c);
-    CkptInfo info = {.vocab = NULL, .n_vocab = 0, .config_text = text, .step = 0, .with_optimizer = 0};
+    const char *vocab[256];
+    int nv = world_vocab(vocab);  // stored when the model fits this world's tokenizer
+    CkptInfo info = {.vocab = vocab, .n_vocab = mc.vocab_size == nv ? nv : 0, .config_text = text,
+                     .step = 0, .with_optimizer = 0, .keep_existing = !overwrite};
     int ok = checkpoint_save(out, m, &info, err, sizeof err) == 0;
+    out_release(out);
     if (ok)
         printf("wrote %s: %zu parameters (%d layers, d_model %d)\n", out, model_num_params(m),
                mc.n_layers, mc.d_model);
@@ -244,13 +272,15 @@ static const CliOption pretrain_opts[] = {
     {"out", "FILE", "checkpoint to write (default: pretrain.out, data/models/base.h5)"},
     {"init", "FILE", "start from this checkpoint instead of a random init"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
+    {"overwrite", NULL, "replace an existing --out FILE (without it, an existing FILE is an error)"},
 };
 static const CliSpec pretrain_spec = {
     "pretrain",
     "Train the base model by next-token cross-entropy on the world's corpus (docs/world.md);\n"
     "prints a progress line (step, loss, tokens/s, ETA) and writes an HDF5 checkpoint.",
-    "[--config FILE] [--set SECTION.KEY=VALUE]... [--out FILE] [--init FILE] [--backend NAME]",
-    pretrain_opts, 5, 0, NULL};
+    "[--config FILE] [--set SECTION.KEY=VALUE]... [--out FILE [--overwrite]] [--init FILE]\n"
+    "       [--backend NAME]",
+    pretrain_opts, 6, 0, NULL};
 
 static int cmd_pretrain(int argc, char **argv) {
     CliArgs a;
@@ -260,7 +290,23 @@ static int cmd_pretrain(int argc, char **argv) {
     if (!c) return 2;
     const char *out = cli_get(&pretrain_spec, &a, "out");
     if (!out) out = config_str(c, "pretrain.out");
+    // refused and claimed before any training: a run whose model cannot be saved never starts
+    // (pretrain_run checks the directory and the free space after the config)
+    char err[1024];
+    if (!cli_flag(&pretrain_spec, &a, "overwrite") &&
+        check_out_path("cannot write checkpoint", out, 0, err, sizeof err) != 0 && access(out, F_OK) == 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
+    int claimed = check_parent_dir("", out, NULL, 0) == 0;
+    if (claimed && out_claim("cannot write checkpoint", out, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
     rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"), NULL);
+    if (claimed) out_release(out);
     config_free(c);
     return rc;
 }
@@ -374,6 +420,13 @@ static int cmd_eval(int argc, char **argv) {
         config_free(c);
         return 2;
     }
+    const char *vocab[256];
+    int nv = world_vocab(vocab);
+    if (checkpoint_check_vocab(model_path, vocab, nv, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        config_free(c);
+        return 2;
+    }
     Backend *bk = setup_backend(c, cli_get(&eval_spec, &a, "backend"), 1, err, sizeof err);
     if (!bk) {
         fprintf(stderr, "grpolab: error: %s\n", err);
@@ -438,6 +491,52 @@ static const CliSpec train_spec = {
     "       [--backend NAME]",
     train_opts, 6, 0, NULL};
 
+// The model RL trains is train.init's: a [model] key the config sets must agree with it
+// (else refused, naming the key, the config's value and the checkpoint's), and the keys it
+// leaves unset take the checkpoint's values, so the run log records the model that was
+// trained. A present tokenizer vocabulary must be this world's. An unreadable train.init is
+// left to train_run, which says why.
+static int check_train_init(Config *c) {
+    const char *init = config_str(c, "train.init");
+    ModelConfig mc;
+    char err[1024];
+    if (checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) return 0;
+    const char *vocab[256];
+    int nv = world_vocab(vocab);
+    if (mc.vocab_size == nv && checkpoint_check_vocab(init, vocab, nv, 1, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: train.init: %s\n", err);
+        return -1;
+    }
+    struct {
+        const char *key;
+        double value;
+    } keys[] = {{"model.vocab_size", mc.vocab_size}, {"model.d_model", mc.d_model},
+                {"model.n_layers", mc.n_layers},     {"model.n_heads", mc.n_heads},
+                {"model.n_kv_heads", mc.n_kv_heads}, {"model.d_ff", mc.d_ff},
+                {"model.max_seq_len", mc.max_seq_len}, {"model.tied_embeddings", mc.tied_embeddings},
+                {"model.rope_theta", mc.rope_theta}, {"model.norm_eps", mc.norm_eps}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const CfgKey *k = config_schema_key(keys[i].key);
+        double now = k->type == CFG_BOOL    ? config_bool(c, keys[i].key)
+                     : k->type == CFG_FLOAT ? (float)config_float(c, keys[i].key)
+                                            : (double)config_int(c, keys[i].key);
+        char set[128];
+        if (now == keys[i].value) continue;
+        if (config_was_set(c, keys[i].key)) {
+            fprintf(stderr, "grpolab: error: the config sets %s = %.9g, but train.init '%s' is a model "
+                    "with %.9g: the model RL trains is train.init's; remove the key from [model] or "
+                    "make it match\n", keys[i].key, now, init, keys[i].value);
+            return -1;
+        }
+        if (k->type == CFG_BOOL)
+            snprintf(set, sizeof set, "%s=%s", keys[i].key, keys[i].value != 0 ? "true" : "false");
+        else
+            snprintf(set, sizeof set, "%s=%.9g", keys[i].key, keys[i].value);
+        if (config_set(c, set, err, sizeof err) != 0) die("train.init's %s: %s", keys[i].key, err);
+    }
+    return 0;
+}
+
 static int cmd_train(int argc, char **argv) {
     CliArgs a;
     int rc = cli_parse(&train_spec, argc, argv, &a);
@@ -456,6 +555,10 @@ static int cmd_train(int argc, char **argv) {
         // a finished run's log is data: never replaced silently
         fprintf(stderr, "grpolab: error: run log '%s' already exists: continue it with --resume, "
                 "replace it with --overwrite, or choose another --out\n", out);
+        config_free(c);
+        return 2;
+    }
+    if (check_train_init(c) != 0) {
         config_free(c);
         return 2;
     }
@@ -513,6 +616,16 @@ static int cmd_help(int argc, char **argv) {
     return 0;
 }
 
+// A command's exit code, after making sure its standard output was written: output lost to
+// a full disk, a closed pipe or /dev/full is an error (exit 1), not a silent success.
+static int finish(int rc) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "grpolab: error: cannot write the standard output: %s\n", strerror(errno));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         cmd_help(0, NULL);
@@ -522,7 +635,7 @@ int main(int argc, char **argv) {
     if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) return cmd_help(0, NULL);
     if (strcmp(name, "--version") == 0) return cmd_version(1, argv + 1);
     for (int i = 0; i < n_commands; i++)
-        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(commands[i].name, name) == 0) return finish(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "grpolab: error: unknown command '%s'\n", name);
     cmd_help(0, NULL);
     return 2;

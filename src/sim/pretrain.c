@@ -2,13 +2,16 @@
 // cross-entropy on the world's corpus (corpus.h), AdamW with linear warm-up and cosine decay.
 #include "pretrain.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "../common.h"
 #include "checkpoint.h"
 #include "corpus.h"
+#include "h5util.h"
 #include "setup.h"
 #include "tokenizer.h"
 
@@ -44,6 +47,24 @@ int pretrain_compare_model_config(const char *model_path, const Config *now, cha
         return 1;
     }
     return 0;
+}
+
+// 0 if out_path can take the checkpoint of a model of n_params parameters: its directory
+// exists and is writable, and its filesystem has room for the file (the parameters as float32
+// and 1 MiB for the metadata); else -1 with a message naming the path and errno's reason.
+static int check_out_free(const char *out_path, size_t n_params, char *err, size_t errlen) {
+    if (check_out_path("cannot write checkpoint", out_path, 1, err, errlen) != 0) return -1;
+    char *dir = xstrdup(out_path), *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir ? 1 : 0] = '\0';
+    struct statvfs fs;
+    int ret = 0;
+    double need = (double)n_params * 4.0 + (1 << 20);
+    if (statvfs(slash ? dir : ".", &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < need)
+        ret = set_err(err, errlen, "cannot write checkpoint '%s': %s (the checkpoint needs about %.0f "
+                      "bytes, the filesystem has %.0f free)", out_path, strerror(ENOSPC), need,
+                      (double)fs.f_bavail * (double)fs.f_frsize);
+    free(dir);
+    return ret;
 }
 
 int pretrain_run(const Config *cfg, const char *backend_override, const char *out_path,
@@ -82,6 +103,13 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
     int T = mc.max_seq_len;
 
     Model *m = model_create(bk, &mc);
+    // the output is checked before any training: its directory, and room for the checkpoint
+    if (check_out_free(out_path, model_num_params(m), err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        model_free(m);
+        backend_destroy(bk);
+        return 2;
+    }
     if (init_path) {
         if (checkpoint_load(init_path, m, 0, err, sizeof err) != 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);

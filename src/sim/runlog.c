@@ -111,6 +111,11 @@ static int read_attr_text(const char *path, hid_t obj, const char *name, char **
         vlen_reclaim(mt, sp, &raw);
     } else {  // fixed length: ends at its first NUL or its size
         size_t size = H5Tget_size(ft);
+        if ((double)size > h5_file_bytes(obj)) {
+            set_err(err, errlen, "run log '%s': root attribute '%s' claims a %zu-byte string, more than "
+                    "the file holds (corrupt?)", path, name, size);
+            goto done;
+        }
         char *fixed = xcalloc(size + 1, 1);
         if (H5Aread(a, ft, fixed) < 0) {
             free(fixed);
@@ -239,6 +244,7 @@ struct RunLog {
     int n_tables;
     Table *tables;
     char broken[384];  // the error that broke the log
+    int claimed;       // this writer holds the claim on path (h5util.h out_claim)
 };
 
 static const char *const RESERVED_ATTRS[] = {"format", "format_version", "writer_host",
@@ -265,6 +271,7 @@ static int runlog_free(RunLog *rl) {
     }
     free(rl->tables);
     if (h5_close(rl->file) != 0) r = -1;
+    if (rl->claimed) out_release(rl->path);
     free(rl->path);
     free(rl);
     return r;
@@ -289,31 +296,35 @@ static int deflate_available(void) {
 static RunLog *create_impl(const char *path, int overwrite, char *err, size_t errlen) {
     char msg[H5MSG_LEN];
     if (!path || !path[0]) return set_err(err, errlen, "cannot create run log: empty path"), NULL;
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return set_err(err, errlen, "cannot create run log '%s': it is a directory", path), NULL;
-        if (!overwrite)
-            return set_err(err, errlen, "cannot create run log '%s': the file already exists (choose another path, resume it, or ask to overwrite it)",
-                           path), NULL;
-    }
     if (check_parent_dir("cannot create run log", path, err, errlen) != 0) return NULL;
-
-    hid_t fapl = make_fapl();
-    if (fapl < 0) {
-        set_err(err, errlen, "cannot create run log '%s': file access properties (HDF5: %s)", path,
-                h5_msg(msg));
-        return NULL;
+    // the claim first: the checks below and the create are then one step for other writers
+    if (out_claim("cannot create run log", path, err, errlen) != 0) return NULL;
+    struct stat st;
+    hid_t fapl = -1, f = -1;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            set_err(err, errlen, "cannot create run log '%s': it is a directory", path);
+            goto fail;
+        }
+        if (!overwrite) {
+            set_err(err, errlen, "cannot create run log '%s': the file already exists (choose another path, resume it, or ask to overwrite it)",
+                    path);
+            goto fail;
+        }
     }
-    hid_t f = H5Fcreate(path, overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
-    if (f < 0) {
+    if (overwrite && unlink(path) != 0 && errno != ENOENT) {
+        set_err(err, errlen, "cannot create run log '%s': cannot remove the old file: %s", path, strerror(errno));
+        goto fail;
+    }
+    if ((fapl = make_fapl()) < 0 || (f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
         set_err(err, errlen, "cannot create run log '%s' (HDF5: %s)", path, h5_msg(msg));
-        return NULL;
+        goto fail;
     }
+    H5Pclose(fapl);
     RunLog *rl = xcalloc(1, sizeof *rl);
     rl->path = xstrdup(path);
     rl->file = f;
+    rl->claimed = 1;
     rl->state = ST_SETUP;
     rl->deflate_ok = deflate_available();
     int version = RUNLOG_FORMAT_VERSION;
@@ -330,6 +341,10 @@ h5fail:
     set_err(err, errlen, "cannot write root attribute '%s' of run log '%s' (HDF5: %s)", what, path,
             h5_msg(msg));
     runlog_free(rl);
+    return NULL;
+fail:
+    h5_close(fapl);
+    out_release(path);
     return NULL;
 }
 
@@ -609,7 +624,7 @@ static int write_rows(RunLog *rl, Table *t, int64_t n, const void *const *data, 
         if (H5Dset_extent(col->dset, &len) < 0 || (fspace = H5Dget_space(col->dset)) < 0 ||
             H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
             H5Dwrite(col->dset, mem_type(col->type), mspace, fspace, H5P_DEFAULT, data[c]) < 0) {
-            set_err(err, errlen, "run log '%s': cannot write %lld rows to /%s/%s (disk full? HDF5: %s)",
+            set_err(err, errlen, "run log '%s': cannot write %lld rows to /%s/%s (HDF5: %s)",
                     rl->path, (long long)n, t->name, col->name, h5_msg(msg));
             h5_close(fspace);
             H5Sclose(mspace);
@@ -745,7 +760,7 @@ static int flush_impl(RunLog *rl, char *err, size_t errlen) {
     for (int i = 0; i < rl->n_tables; i++)
         if (write_buffer(rl, &rl->tables[i], err, errlen) != 0) return -1;
     if (H5Fflush(rl->file, H5F_SCOPE_GLOBAL) < 0) {
-        set_err(err, errlen, "run log '%s': cannot flush the file (disk full? HDF5: %s)", rl->path,
+        set_err(err, errlen, "run log '%s': cannot flush the file (HDF5: %s)", rl->path,
                 h5_msg(msg));
         return broken(rl, err, errlen);
     }
@@ -767,7 +782,7 @@ int runlog_close(RunLog *rl, char *err, size_t errlen) {
     if (rl->state != ST_BROKEN) r = flush_impl(rl, err, errlen);
     char *path = xstrdup(rl->path);
     if (runlog_free(rl) != 0 && r == 0)
-        r = set_err(err, errlen, "run log '%s': cannot close the file (disk full? HDF5: %s)", path,
+        r = set_err(err, errlen, "run log '%s': cannot close the file (HDF5: %s)", path,
                     h5_msg(msg));
     free(path);
     h5_loud(q);
@@ -838,6 +853,9 @@ static int check_file(const char *path, const char *who, char *err, size_t errle
     fclose(f);
     if (H5Fis_hdf5(path) <= 0)
         return set_err(err, errlen, "%s '%s': not an HDF5 file (or truncated/corrupt)", who, path);
+    char why[256];
+    if (h5_check_global_heaps(path, why, sizeof why) != 0)
+        return set_err(err, errlen, "%s '%s' is corrupt (%s)", who, path, why);
     return 0;
 }
 
@@ -998,7 +1016,9 @@ done:
 // in who.
 static int writer_gone(const char *path, char *who, size_t len) {
     snprintf(who, len, "an unknown process");
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    hid_t fapl = h5_swmr_read_fapl();
+    hid_t f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    h5_close(fapl);
     if (f < 0) return 0;
     char *host = NULL, *pid_s = NULL, me[256] = "";
     int gone = 0;
@@ -1029,8 +1049,9 @@ static hid_t open_rdwr(const char *path, char *err, size_t errlen) {
     }
     f = H5Fopen(path, H5F_ACC_RDWR, fapl);
     if (f < 0) {
+        int marked = h5_stack_has("already open for write");
         h5_msg(msg);
-        if (!strstr(msg, "already open for write")) {
+        if (!marked) {
             set_err(err, errlen, "cannot resume run log '%s': cannot open it for writing (is another process using it? HDF5: %s)",
                     path, msg);
         } else if (!writer_gone(path, who, sizeof who)) {
@@ -1055,11 +1076,16 @@ static RunLog *resume_impl(const char *path, const char *key_col, int64_t keep_b
     if (!key_col || !key_col[0])
         return set_err(err, errlen, "cannot resume run log '%s': empty key column name", path ? path : ""), NULL;
     if (check_file(path, "cannot resume run log", err, errlen) != 0) return NULL;
-    hid_t f = open_rdwr(path, err, errlen);
+    hid_t f = open_rdwr(path, err, errlen);  // refuses a log a live writer has open
     if (f < 0) return NULL;
+    if (out_claim("cannot resume run log", path, err, errlen) != 0) {  // and one being created
+        H5Fclose(f);
+        return NULL;
+    }
     RunLog *rl = xcalloc(1, sizeof *rl);
     rl->path = xstrdup(path);
     rl->file = f;
+    rl->claimed = 1;
     rl->state = ST_SETUP;
     rl->resume = 1;
     rl->deflate_ok = deflate_available();
@@ -1102,20 +1128,24 @@ struct RunLogReader {
 static RunLogReader *reader_open_impl(const char *path, char *err, size_t errlen) {
     char msg[H5MSG_LEN];
     if (check_file(path, "run log", err, errlen) != 0) return NULL;
-    // SWMR read works for files being written and files whose writer died; files that were
-    // never SWMR-capable open plainly
-    int swmr = 1;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (f < 0) {
-        swmr = 0;
-        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    // A finished log opens plainly. Only a log marked as being written (a live SWMR writer, or
+    // one that died) is read with SWMR, whose retries of failed checksums are bounded
+    // (h5_swmr_read_fapl): on a corrupt file nobody writes they would sleep for minutes.
+    int swmr = 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0 && h5_stack_has("already open for write")) {
+        hid_t fapl = h5_swmr_read_fapl();
+        swmr = 1;
+        f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+        h5_close(fapl);
     }
     if (f < 0) {
+        int locked = h5_stack_has("unable to lock"), marked = h5_stack_has("already open for write");
         h5_msg(msg);
-        if (strstr(msg, "unable to lock"))
+        if (locked)
             set_err(err, errlen, "cannot open run log '%s': a process is writing it and has not started SWMR yet (HDF5: %s)",
                     path, msg);
-        else if (strstr(msg, "already open for write"))
+        else if (marked)
             set_err(err, errlen, "cannot open run log '%s': it is marked as being written without SWMR (its writer is still "
                     "setting up, or died before runlog_start_swmr; if no process writes it any more, `h5clear -s '%s'` clears the mark)",
                     path, path);
@@ -1246,6 +1276,13 @@ static double *read_column_impl(RunLogReader *rd, const char *dataset, int64_t *
                 dataset, rank);
         goto done;
     }
+    // what the file can hold: its stored bytes, decompressed at most ~1000-fold (deflate's limit)
+    double raw = (double)dims[0] * (double)H5Tget_size(ft), stored = (double)H5Dget_storage_size(d);
+    if (raw > 1100.0 * stored + (1 << 20)) {
+        set_err(err, errlen, "run log '%s': dataset '/%s' claims %llu rows (%.0f bytes) but stores %.0f "
+                "bytes (corrupt?)", rd->path, dataset, (unsigned long long)dims[0], raw, stored);
+        goto done;
+    }
     out = xmalloc((size_t)dims[0] * sizeof *out);
     if (dims[0] > 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
         free(out);
@@ -1311,6 +1348,7 @@ static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
             goto next;
         // the file's own type serves as the memory type: numbers stay as stored, variable
         // strings come back as char pointers (reclaimed below)
+        if ((double)(npts + 1) * (double)size > h5_file_bytes(from) + 65536.0) goto next;  // corrupt
         buf = xcalloc((size_t)npts + 1, size);
         if (H5Aread(a, t, buf) < 0) goto next;
         if ((b = H5Acreate2(to, name, t, s, H5P_DEFAULT, H5P_DEFAULT)) >= 0 && H5Awrite(b, t, buf) >= 0)
@@ -1325,6 +1363,59 @@ static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
         if (!ok) return -1;
     }
     return 0;
+}
+
+// Copies table `name` of from_root (a group of 1-D numeric columns) to to_root: each column
+// with its type, shape, chunking and filters, its data and its attributes. Done by hand rather
+// than with H5Ocopy, whose failure path on a corrupt source crashes inside HDF5 1.10; every
+// size is checked against what the file stores before anything is allocated. On failure what
+// names the column (or the table) and the message is in err.
+static int copy_table(hid_t from_root, hid_t to_root, const char *name, char *what, size_t wlen,
+                      char *err, size_t errlen) {
+    char msg[H5MSG_LEN], attr[256];
+    int ret = -1, n = 0;
+    char **cols = NULL;
+    hid_t g = -1, ng = -1, d = -1, nd = -1, t = -1, sp = -1, dcpl = -1;
+    void *buf = NULL;
+    snprintf(what, wlen, "/%s", name);
+    if ((g = H5Gopen2(from_root, name, H5P_DEFAULT)) < 0 || list_links(g, &cols, &n) != 0 ||
+        (ng = H5Gcreate2(to_root, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
+        copy_attrs(g, ng, attr, sizeof attr) != 0)
+        goto h5fail;
+    for (int c = 0; c < n; c++) {
+        snprintf(what, wlen, "/%s/%s", name, cols[c]);
+        if ((d = H5Dopen2(g, cols[c], H5P_DEFAULT)) < 0 || (t = H5Dget_type(d)) < 0 ||
+            (sp = H5Dget_space(d)) < 0 || (dcpl = H5Dget_create_plist(d)) < 0)
+            goto h5fail;
+        H5T_class_t cls = H5Tget_class(t);
+        hssize_t npts = H5Sget_simple_extent_npoints(sp);
+        double raw = (double)npts * (double)H5Tget_size(t), stored = (double)H5Dget_storage_size(d);
+        if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || npts < 0 || raw > 1100.0 * stored + (1 << 20)) {
+            set_err(err, errlen, "%s is not a column of numbers this file can hold (%s, %lld values "
+                    "in %.0f stored bytes; corrupt?)", what, class_name(cls), (long long)npts, stored);
+            goto done;
+        }
+        buf = xmalloc((size_t)npts * H5Tget_size(t) + 1);
+        if ((nd = H5Dcreate2(ng, cols[c], t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0 ||
+            (npts > 0 && (H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+                          H5Dwrite(nd, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)) ||
+            copy_attrs(d, nd, attr, sizeof attr) != 0)
+            goto h5fail;
+        free(buf);
+        buf = NULL;
+        h5_close(nd), h5_close(dcpl), h5_close(sp), h5_close(t), h5_close(d);
+        nd = dcpl = sp = t = d = -1;
+    }
+    ret = 0;
+    goto done;
+h5fail:
+    set_err(err, errlen, "cannot copy %s (truncated or corrupt? HDF5: %s)", what, h5_msg(msg));
+done:
+    free(buf);
+    free_names(cols, n);
+    h5_close(nd), h5_close(dcpl), h5_close(sp), h5_close(t), h5_close(d);
+    h5_close(ng), h5_close(g);
+    return ret;
 }
 
 // May the copy of the (existing) run log src go to dst? Not onto a directory, not onto src
@@ -1349,7 +1440,8 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
     if (!dst || !dst[0]) return set_err(err, errlen, "cannot copy run log '%s': empty output path", src);
     RunLogReader *rd = reader_open_impl(src, err, errlen);  // every check of src
     if (!rd) return -1;
-    if (check_copy_target(src, dst, overwrite, err, errlen) != 0) {
+    if (check_copy_target(src, dst, overwrite, err, errlen) != 0 ||
+        out_claim("cannot write", dst, err, errlen) != 0) {
         runlog_reader_close(rd);
         return -1;
     }
@@ -1357,10 +1449,7 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
     hid_t fapl = -1, out = -1, sroot = -1, droot = -1;
     char **names = NULL;
     int n_names = 0;
-    size_t tlen = strlen(dst) + 32;
-    char *tmp = xmalloc(tlen);
-    snprintf(tmp, tlen, "%s.tmp-%ld", dst, (long)getpid());
-    int tmp_made = 0;
+    const char *tmp = dst;  // the name messages give the copy
     char attr[256];
 
     if ((sroot = H5Gopen2(rd->file, "/", H5P_DEFAULT)) < 0 || list_links(sroot, &names, &n_names) != 0) {
@@ -1376,11 +1465,13 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
             goto done;
         }
     }
-    if ((fapl = make_fapl()) < 0 || (out = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
-        set_err(err, errlen, "cannot create '%s' (HDF5: %s)", tmp, h5_msg(msg));
+    // built in memory and written in one go (h5util.h h5_tmp_create): a full disk is a clear
+    // error, never a failed write inside HDF5
+    if ((fapl = make_fapl()) < 0) {
+        set_err(err, errlen, "cannot write '%s': file access properties (HDF5: %s)", dst, h5_msg(msg));
         goto done;
     }
-    tmp_made = 1;
+    if ((out = h5_tmp_create("cannot write", dst, fapl, err, errlen)) < 0) goto done;
     if ((droot = H5Gopen2(out, "/", H5P_DEFAULT)) < 0) goto h5fail;
     if (copy_attrs(sroot, droot, attr, sizeof attr) != 0) {
         set_err(err, errlen, "cannot copy root attribute '%s' of run log '%s' to '%s' (HDF5: %s)", attr, src,
@@ -1391,38 +1482,27 @@ static int copy_impl(const char *src, const char *dst, const char *const *drop, 
         int skip = 0;
         for (int k = 0; k < n_drop; k++) skip |= strcmp(names[i], drop[k]) == 0;
         if (skip) continue;
-        if (H5Ocopy(sroot, names[i], droot, names[i], H5P_DEFAULT, H5P_DEFAULT) < 0) {
-            set_err(err, errlen, "cannot copy table '/%s' of run log '%s' to '%s' (truncated or corrupt? HDF5: %s)",
-                    names[i], src, tmp, h5_msg(msg));
+        char what[300], why[512];
+        if (copy_table(sroot, droot, names[i], what, sizeof what, why, sizeof why) != 0) {
+            set_err(err, errlen, "run log '%s' to '%s': %s", src, tmp, why);
             goto done;
         }
     }
     h5_close(droot);
     droot = -1;
-    if (H5Fclose(out) < 0) {
-        out = -1;
-        set_err(err, errlen, "cannot finish writing '%s' (disk full? HDF5: %s)", tmp, h5_msg(msg));
-        goto done;
-    }
+    ret = h5_tmp_commit(out, "cannot write", dst, overwrite, err, errlen);
     out = -1;
-    if (rename(tmp, dst) != 0) {
-        set_err(err, errlen, "cannot rename '%s' to '%s': %s", tmp, dst, strerror(errno));
-        goto done;
-    }
-    tmp_made = 0;
-    ret = 0;
     goto done;
 h5fail:
-    set_err(err, errlen, "cannot write '%s' (HDF5: %s)", tmp, h5_msg(msg));
+    set_err(err, errlen, "cannot write '%s' (HDF5: %s)", dst, h5_msg(msg));
 done:
     h5_close(droot);
-    h5_close(out);
+    if (out >= 0) h5_tmp_discard(out, dst);
     h5_close(fapl);
     h5_close(sroot);
     free_names(names, n_names);
-    if (tmp_made) remove(tmp);
-    free(tmp);
     runlog_reader_close(rd);
+    out_release(dst);
     return ret;
 }
 

@@ -188,7 +188,7 @@ int runlog_reader_close(RunLogReader *rd);  // 0, or -1 if HDF5 reported an erro
 // ---------------------------------------------------------------- copying
 // Copies the run log src to dst without the tables named in drop (n_drop names; each must be a
 // table of src): the root attributes, and every other table with its columns, their "doc"
-// attributes, chunking and filters (H5Ocopy). src may be a log still being written: the copy
+// attributes, chunking and filters (column by column). src may be a log still being written: the copy
 // holds the rows flushed so far (its columns may then differ in length by the last flush, as a
 // reader sees them). The copy is written to a temporary file beside dst and renamed onto dst
 // at the end, so a failure leaves neither a partial dst nor a changed one; an existing dst is
