@@ -173,6 +173,11 @@ int resume_check(const Config *cfg, const char *out_path, const char *ckpt_path,
     memset(rp, 0, sizeof *rp);
     // going on with other settings would mix two configs in one log
     int same = train_compare_run_config(out_path, cfg, 1, msg, sizeof msg);
+    struct stat st;
+    if (same < 0 && stat(ckpt_path, &st) != 0 && errno == ENOENT)
+        // a run killed while its log was being created leaves a file that does not read
+        return set_err(err, errlen, "--resume: %s; and there is no checkpoint %s (was the run "
+                       "killed while creating its log?): start it again with --overwrite", msg, ckpt_path);
     if (same != 0)
         return set_err(err, errlen, "--resume: %s%s", msg,
                        same > 0 ? " (resume with the settings and base model the run started with, or start a new run)" : "");
@@ -199,7 +204,6 @@ int resume_check(const Config *cfg, const char *out_path, const char *ckpt_path,
         set_err(err, errlen, "--resume: %s", msg);
         goto done;
     }
-    struct stat st;
     if (stat(ckpt_path, &st) != 0 && errno == ENOENT) {
         // killed before its first checkpoint was saved: the run restarts from step 0 (every
         // draw is keyed by the step, so the steps redone are the ones logged). The checkpoint

@@ -139,6 +139,7 @@ typedef struct {
     float *params;      // host copy of the parameters for the finite check
     int created;        // this call created the log (a new run)
     int overwrite;      // a new run may replace the log of another
+    int diverged;       // stopped by check_finite
 } Trainer;
 
 // The settings, the base model's shape and, with resume, the checks of the run to go on
@@ -315,6 +316,7 @@ static int check_finite(Trainer *t, int step, const UpdateStats *us, char *err, 
             }
     }
     if (!what) return 0;
+    t->diverged = 1;
     return set_err(err, errlen, "train step %d: the %s%s%s %s %g: training diverged (lower optim.lr, "
                    "or raise optim.eps or optim.beta2). Nothing of step %d is logged; the log keeps "
                    "steps 0 .. %d and the checkpoint %s its last good state (--resume goes on from "
@@ -474,7 +476,7 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
         } else {
             fprintf(stderr, "train: stopped by signal %d before the first step\n", (int)stop_signal);
         }
-    } else if (rc == 1 && steps_run + t->start_step > 0) {
+    } else if (rc == 1 && !t->diverged && steps_run + t->start_step > 0) {
         print_resume_hint(t);
     }
     if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
