@@ -296,14 +296,14 @@ int run_load_responses(Run *r, char *err, size_t errlen) {
     runlog_reader_close(rd);
     if (ok && (check_whole(r->path, "responses/step", R.step, nr, 0, MAX_STEPS, err, errlen) != 0 ||
                check_whole(r->path, "responses/length", R.length, nr, 0, MAX_TOKENS, err, errlen) != 0 ||
-               check_whole(r->path, "responses/token_offset", R.token_offset, nr, 0, 9007199254740992.0, err, errlen) != 0 ||
+               check_whole(r->path, "responses/token_offset", R.token_offset, nr, 0, 9007199254740992.0,
+                           err, errlen) != 0 ||
                check_whole(r->path, "questions/step", Q.step, nq, 0, MAX_STEPS, err, errlen) != 0 ||
                check_whole(r->path, "questions/group_size", Q.group_size, nq, 2,
                            nr < (int64_t)MAX_GROUP ? (double)(nr > 2 ? nr : 2) : MAX_GROUP, err, errlen) != 0)) {
         free(R.step), free(R.length), free(R.correct), free(R.advantage), free(R.token_offset);
         free(Q.step), free(Q.reward_mean), free(Q.mean_abs_advantage), free(Q.sum_abs_weight);
-        free(Q.group_size);
-        free(T.weight);
+        free(Q.group_size), free(T.weight);
         ok = 0;
     }
     if (!ok) return -1;

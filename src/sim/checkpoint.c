@@ -357,6 +357,16 @@ done:
     return ret;
 }
 
+int checkpoint_read_run_id(const char *path, char **run_id, char *err, size_t errlen) {
+    H5Quiet q = h5_quiet();
+    *run_id = NULL;
+    hid_t f = open_checkpoint(path, err, errlen);
+    int r = f < 0 ? -1 : read_str1_attr(path, f, "run_id", run_id, err, errlen);
+    h5_close(f);
+    h5_loud(q);
+    return r;
+}
+
 int checkpoint_check_vocab(const char *path, const char *const *vocab, int n, int missing_ok,
                            char *err, size_t errlen) {
     char **got = NULL;
@@ -635,6 +645,8 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
     }
     if (info->config_text)
         TRY(write_attr(f, "config", str_t, str_t, scalar, &info->config_text), "attribute 'config'");
+    if (info->run_id)
+        TRY(write_attr(f, "run_id", str_t, str_t, scalar, &info->run_id), "attribute 'run_id'");
     if (info->n_vocab > 0) {
         hsize_t nv = (hsize_t)info->n_vocab;
         TRY(vspace = H5Screate_simple(1, &nv, NULL), "a dataspace");

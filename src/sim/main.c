@@ -591,7 +591,10 @@ static int cmd_train(int argc, char **argv) {
         config_free(c);
         return 2;
     }
-    rc = train_run(c, cli_get(&train_spec, &a, "backend"), out, resume, NULL);
+    train_note_command(argc, argv);
+    rc = train_run(c, cli_get(&train_spec, &a, "backend"), out,
+                   resume ? TRAIN_RESUME : cli_flag(&train_spec, &a, "overwrite") ? TRAIN_OVERWRITE : TRAIN_NEW,
+                   NULL);
     if (claimed) out_release(out);
     config_free(c);
     return rc;

@@ -18,23 +18,43 @@
 // init_fingerprint).
 void resume_fingerprint(Model *m, char hex[17]);
 
-// The run log at out_path was made with cfg (a larger train.steps allowed) from the same
-// base weights, and its checkpoint ckpt_path says how many steps are done (*start_step).
-// 0, or -1 with a message that starts "--resume: ".
+// Where a resumed run goes on from (resume_check).
+typedef struct {
+    int64_t start_step;    // steps done: the checkpoint's step, or 0 without a checkpoint
+    int from_checkpoint;   // 0: no checkpoint yet (killed before the first): restart from step 0
+    int64_t logged_steps;  // /train rows the log holds (those from start_step on are redone)
+    char run_id[40];       // the log's run_id ("" for a log written without one)
+} ResumePoint;
+
+// Everything a resume needs, checked before the log or the checkpoint is changed, so a
+// refused resume changes nothing: the log at out_path was made with cfg (a larger
+// train.steps allowed) from the same base weights; every table of the log holds every
+// column of the schema, each with a row for every step before the resume point (a table
+// may be ragged only after it: a writer killed mid-flush); /train holds the steps 0, 1, ...
+// in order; and the checkpoint ckpt_path belongs to this log (the same run_id, the same
+// config) and its step is within train.steps and the logged steps. Without a checkpoint
+// (a run killed before its first one) the run restarts from step 0, unless the log holds a
+// step a checkpoint was due at (then the checkpoint was removed: refused). 0, or -1 with a
+// message that starts "--resume: ".
 int resume_check(const Config *cfg, const char *out_path, const char *ckpt_path,
-                 int64_t *start_step, char *err, size_t errlen);
+                 ResumePoint *rp, char *err, size_t errlen);
 // The checkpoint's parameters and AdamW state into m. 0, or -1 with a message.
 int resume_load(const char *ckpt_path, Model *m, char *err, size_t errlen);
-// The run log cut back to the rows of the steps before start_step, its stored config set to
-// cfg. NULL with a message.
-RunLog *resume_open_log(const char *out_path, const Config *cfg, int64_t start_step, char *err,
-                        size_t errlen);
-// The log holds one /train row per step before start_step. 0, or -1 with a message.
-int resume_check_rows(RunLog *rl, const char *out_path, const char *ckpt_path,
-                      int64_t start_step, char *err, size_t errlen);
+// The run log opened to go on at rp->start_step: its tables declared, cut back to the rows of
+// the steps before it, and its stored config set to cfg (after every check, so a refusal
+// leaves the config as it was). NULL with a message.
+RunLog *resume_open_log(const char *out_path, const Config *cfg, const ResumePoint *rp,
+                        char *err, size_t errlen);
 
-// Saves m's parameters and AdamW state with the vocabulary, cfg and the steps done.
+// Saves m's parameters and AdamW state with the vocabulary, cfg, the steps done and the run
+// log's run_id (NULL or "": none).
 int resume_save_checkpoint(const char *ckpt_path, Model *m, const Config *cfg,
-                           const Tokenizer *tk, int done_steps, char *err, size_t errlen);
+                           const Tokenizer *tk, int done_steps, const char *run_id, char *err,
+                           size_t errlen);
+
+// cfg with the [objective] values the run uses written in where the config leaves them to
+// the preset (e.g. objective.eps_high of dapo), so a stored config says what was used;
+// keys whose value already means what is used are left as they are. NULL with a message.
+Config *resume_resolved_config(const Config *cfg, char *err, size_t errlen);
 
 #endif

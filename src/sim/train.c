@@ -4,12 +4,18 @@
 // Every formula of the objectives is in objective.h, every phase in its own unit.
 #include "train.h"
 
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../common.h"
 #include "checkpoint.h"
 #include "evaluate.h"
+#include "h5util.h"
 #include "resume.h"
 #include "rollout.h"
 #include "setup.h"
@@ -124,8 +130,16 @@ typedef struct {
     SamplerConfig sc;   // the rollouts' sampler
     EvalConfig ec;      // the greedy evaluation
     RunLog *rl;
+    const Config *cfg;  // the run's config, objective values resolved (resume_resolved_config)
+    const char *out_path;
     char ckpt_path[4096];
     int64_t start_step; // steps done before this call (a resumed run's checkpoint)
+    ResumePoint rp;     // with resume: where the run goes on from
+    char run_id[40];    // the log's run_id, stored in its checkpoints
+    float *params;      // host copy of the parameters for the finite check
+    int created;        // this call created the log (a new run)
+    int overwrite;      // a new run may replace the log of another
+    int diverged;       // stopped by check_finite
 } Trainer;
 
 // The settings, the base model's shape and, with resume, the checks of the run to go on
@@ -147,7 +161,11 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
                 tok_vocab_size(t->tk));
         return 2;
     }
-    if (resume && resume_check(cfg, out_path, t->ckpt_path, &t->start_step, err, errlen) != 0) return 2;
+    if (resume) {
+        if (resume_check(cfg, out_path, t->ckpt_path, &t->rp, err, errlen) != 0) return 2;
+        t->start_step = t->rp.start_step;
+        snprintf(t->run_id, sizeof t->run_id, "%s", t->rp.run_id);
+    }
     return 0;
 }
 
@@ -190,34 +208,79 @@ static int trainer_models(Trainer *t, const Config *cfg, const char *backend_ove
     return 0;
 }
 
-// The run log: a new one, or with resume the checkpoint's state in the policy and the log cut
-// back to its step. 0, or an exit code with a message.
-static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path, int resume,
-                            char *err, size_t errlen) {
-    if (resume) {
-        if (resume_load(t->ckpt_path, t->m, err, errlen) != 0) return 2;
-        t->rl = resume_open_log(out_path, cfg, t->start_step, err, errlen);
-    } else {
-        char init_fp[17];
-        resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
-        t->rl = trainlog_create(out_path, cfg, &t->oc, &t->S, backend_name(t->bk->kind), &t->mc,
-                                init_fp, err, errlen);
+// A new run's id (16 hex digits from the time, the process and the host): its log and its
+// checkpoints carry it, so a checkpoint left by another run at the same path is refused.
+static void new_run_id(char id[40]) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    uint64_t h = 1469598103934665603ULL, v[3] = {(uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid()};
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 8; b++) h = (h ^ ((v[i] >> (8 * b)) & 0xff)) * 1099511628211ULL;
+    for (const char *p = host; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    snprintf(id, 40, "%016llx", (unsigned long long)h);
+}
+
+// Removes the files a run at out_path keeps beside its log (its checkpoint and a dead
+// writer's temporary checkpoint): a new log never goes on with another run's weights. 0, or
+// -1 with a message.
+static int remove_companions(const char *ckpt_path, char *err, size_t errlen) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", ckpt_path);
+    const char *files[] = {ckpt_path, tmp};
+    for (int i = 0; i < 2; i++) {
+        if (unlink(files[i]) == 0) {
+            fprintf(stderr, "train: removed %s (of the run this log replaces)\n", files[i]);
+        } else if (errno != ENOENT) {
+            return set_err(err, errlen, "cannot remove '%s' (of the run this log replaces): %s",
+                           files[i], strerror(errno));
+        }
     }
-    if (!t->rl || trainlog_declare(t->rl, err, errlen) != 0 ||
-        runlog_start_swmr(t->rl, err, errlen) != 0)
-        return resume ? 2 : 1;
-    if (resume && resume_check_rows(t->rl, out_path, t->ckpt_path, t->start_step, err, errlen) != 0)
-        return 2;
     return 0;
 }
 
-// Closes the log (a failure turns rc 0 into 1) and frees the models and the backend.
+// The run log: a new one (the files of a run it replaces removed), or with resume the
+// checkpoint's state in the policy and the log cut back to its step. 0, or an exit code
+// with a message.
+static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path, int resume,
+                            char *err, size_t errlen) {
+    if (resume) {
+        if (t->rp.from_checkpoint && resume_load(t->ckpt_path, t->m, err, errlen) != 0) return 2;
+        if (!t->rp.from_checkpoint)
+            fprintf(stderr, "train: --resume: no checkpoint %s yet (the run stopped before its first): "
+                    "the run starts again from step 0 with its logged config; the %lld logged step%s "
+                    "are run again\n", t->ckpt_path, (long long)t->rp.logged_steps,
+                    t->rp.logged_steps == 1 ? "" : "s");
+        t->rl = resume_open_log(out_path, cfg, &t->rp, err, errlen);
+        if (!t->rl) return 2;
+    } else {
+        char init_fp[17];
+        resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
+        new_run_id(t->run_id);
+        if (remove_companions(t->ckpt_path, err, errlen) != 0) return 1;
+        t->rl = trainlog_create(out_path, t->overwrite, cfg, &t->oc, &t->S, backend_name(t->bk->kind),
+                                &t->mc, init_fp, t->run_id, err, errlen);
+        if (!t->rl) return 1;
+        t->created = 1;
+        if (trainlog_declare(t->rl, err, errlen) != 0) return 1;
+    }
+    return runlog_start_swmr(t->rl, err, errlen) == 0 ? 0 : 1;
+}
+
+// Closes the log (a failure turns rc 0 into 1) and frees the models and the backend. A new
+// run that failed before its first step leaves no log: it holds nothing to go on from, and
+// the corrected run must not be refused as "already exists".
 static int trainer_close(Trainer *t, int rc) {
     char err[1024];
+    int empty = t->rl && t->created && rc != 0 && runlog_rows(t->rl, "train") <= 0;
     if (t->rl && runlog_close(t->rl, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         if (rc == 0) rc = 1;
     }
+    if (empty && unlink(t->out_path) == 0)
+        fprintf(stderr, "train: removed %s: the run stopped before its first step\n", t->out_path);
+    free(t->params);
     if (t->ref) model_free(t->ref);
     if (t->m) model_free(t->m);
     if (t->bk) backend_destroy(t->bk);
@@ -229,6 +292,37 @@ static int train_eval(Trainer *t, int step, char *err, size_t errlen) {
     EvalResult res;
     evaluate_benchmarks(t->m, t->tk, &t->ec, &res, NULL, NULL);
     return trainlog_write_eval(t->rl, step, &res, err, errlen) == 0 ? 0 : 1;
+}
+
+// The step's loss and grad norm (summed over its updates: one NaN makes the sum NaN) and the
+// parameters after its updates are finite. 0, or -1 with a message naming the step and the
+// quantity: a diverged run stops before its step is logged or checkpointed.
+static int check_finite(Trainer *t, int step, const UpdateStats *us, char *err, size_t errlen) {
+    const char *what = NULL, *tensor = "";
+    double value = 0;
+    if (!isfinite(us->loss_sum)) what = "loss", value = us->loss_sum;
+    else if (!isfinite(us->gnorm_sum)) what = "grad norm", value = us->gnorm_sum;
+    else {
+        size_t n = model_num_params(t->m);
+        if (!t->params) t->params = xmalloc(n * sizeof(float));
+        bk_download(t->bk, t->params, model_params(t->m), n * sizeof(float));
+        for (size_t i = 0; i < n && !what; i++)
+            if (!isfinite(t->params[i])) {
+                what = "parameters after the update", value = t->params[i];
+                for (int k = 0; k < model_num_tensors(t->m); k++) {
+                    const ParamTensor *pt = model_tensor(t->m, k);
+                    if (i >= pt->offset && i < pt->offset + pt->numel) tensor = pt->name;
+                }
+            }
+    }
+    if (!what) return 0;
+    t->diverged = 1;
+    return set_err(err, errlen, "train step %d: the %s%s%s %s %g: training diverged (lower optim.lr, "
+                   "or raise optim.eps or optim.beta2). Nothing of step %d is logged; the log keeps "
+                   "steps 0 .. %d and the checkpoint %s its last good state (--resume goes on from "
+                   "it with this config and diverges again; change the config and start again "
+                   "with --overwrite)", step, what, *tensor ? " (" : "", tensor, *tensor ? ") hold" : "is",
+                   value, step, step - 1, t->ckpt_path);
 }
 
 // One RL step: the rollout and its scores, the update, the step's rows in the log (row: its
@@ -247,6 +341,7 @@ static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *
     UpdateStats us;
     update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
                   s->order, s->weights, s->unbiased, &us);
+    if (check_finite(t, step, &us, err, errlen) != 0) return 1;  // nothing of the step is logged
     double t2 = wall_time();
     trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
     return trainlog_write_step(t->rl, row, S, s, err, errlen) == 0 ? 0 : 1;
@@ -285,6 +380,42 @@ static void print_totals(int steps_run, double tokens, double rollout_s, double 
             steps_run, tokens / rollout_s, tokens / update_s, run_s / steps_run);
 }
 
+// ---------------------------------------------------------------- stopping on a signal
+// SIGINT and SIGTERM let the step being run finish and be logged; the loop then saves a
+// checkpoint, closes the log and exits 128 + the signal. A second signal stops at once
+// (SA_RESETHAND: the default action again).
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+static char resume_command[2048];
+
+void train_note_command(int argc, char **argv) {
+    size_t n = snprintf(resume_command, sizeof resume_command, "grpolab");
+    int has_resume = 0;
+    for (int i = 0; i < argc && n < sizeof resume_command; i++) {
+        if (strcmp(argv[i], "--overwrite") == 0) continue;
+        has_resume |= strcmp(argv[i], "--resume") == 0;
+        // quoted for a POSIX shell where it holds anything but [A-Za-z0-9_./=,:+-]
+        int plain = argv[i][0] != '\0';
+        for (const char *p = argv[i]; *p; p++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=,:+-", *p)) plain = 0;
+        n += snprintf(resume_command + n, sizeof resume_command - n, plain ? " %s" : " '", argv[i]);
+        if (!plain) {
+            for (const char *p = argv[i]; *p && n < sizeof resume_command; p++)
+                n += snprintf(resume_command + n, sizeof resume_command - n, *p == '\'' ? "'\\''" : "%c", *p);
+            if (n < sizeof resume_command) n += snprintf(resume_command + n, sizeof resume_command - n, "'");
+        }
+    }
+    if (!has_resume && n < sizeof resume_command)
+        snprintf(resume_command + n, sizeof resume_command - n, " --resume");
+    if (n >= sizeof resume_command) resume_command[0] = '\0';  // too long to print whole
+}
+
+static void print_resume_hint(const Trainer *t) {
+    if (resume_command[0]) fprintf(stderr, "train: to go on: %s\n", resume_command);
+    else fprintf(stderr, "train: to go on: the same command with --resume (and --out %s)\n", t->out_path);
+}
+
 // ---------------------------------------------------------------- the loop
 static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     const TrainSettings *S = &t->S;
@@ -292,16 +423,26 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     TrainState st;
     train_state_alloc(&st, S, t->m, t->ref != NULL);
     print_start(t);
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     double t_run = wall_time(), rollout_s = 0, update_s = 0, tokens = 0;
-    int rc = 0, steps_run = 0;
-    for (int step = (int)t->start_step; step <= S->steps && rc == 0; step++) {
+    int rc = 0, steps_run = 0, saved = 1;  // saved: the state after the last step is on disk
+    int step = (int)t->start_step;
+    for (; step <= S->steps && rc == 0 && !stop_signal; step++) {
         if (S->eval_every > 0 && (step % S->eval_every == 0 || step == S->steps))
             rc = train_eval(t, step, err, sizeof err);
-        if (rc || step == S->steps) break;
+        if (rc || step == S->steps || stop_signal) break;
         TrainRow row;
         rc = train_step(t, &st, step, &row, err, sizeof err);
         if (rc) break;
         steps_run++;
+        saved = 0;
         rollout_s += row.rollout_seconds;
         update_s += row.update_seconds;
         tokens += (double)row.tokens;
@@ -313,27 +454,77 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
         }
         print_step(S, &row, wall_time() - t_run, steps_run);
         int done = step + 1;  // the log is flushed up to this step before the checkpoint
-        if ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps)
-            if (resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, err, sizeof err) != 0)
+        if ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps) {
+            if (resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, t->run_id, err, sizeof err) != 0)
                 rc = 1;
+            saved = 1;
+        }
     }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
+    if (rc == 0 && stop_signal) {
+        // every draw is keyed by (run.seed, step): a checkpoint after any step goes on exactly
+        rc = 128 + stop_signal;
+        if (!saved && resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, step, t->run_id, err,
+                                             sizeof err) != 0) {
+            fprintf(stderr, "grpolab: error: %s\n", err);
+        } else if (steps_run > 0 || !t->created) {
+            fprintf(stderr, "train: stopped by signal %d after step %d (logged and checkpointed)\n",
+                    (int)stop_signal, step);
+            print_resume_hint(t);
+        } else {
+            fprintf(stderr, "train: stopped by signal %d before the first step\n", (int)stop_signal);
+        }
+    } else if (rc == 1 && !t->diverged && steps_run + t->start_step > 0) {
+        print_resume_hint(t);
+    }
     if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
     print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);
     train_state_free(&st, t->bk);
     return rc;
 }
 
-int train_run(const Config *cfg, const char *backend_override, const char *out_path, int resume,
+int train_run(const Config *cfg_in, const char *backend_override, const char *out_path, int mode,
               TrainStats *stats) {
     char err[1024];
     if (stats) memset(stats, 0, sizeof *stats);
+    const int resume = mode == TRAIN_RESUME;
+    // the output claimed and checked before any work: its directory exists (a new run's is
+    // made) and is writable, no other process writes this run, and a new run replaces no log
+    // unless asked to (checked under the claim: two runs started at once cannot both pass)
+    const char *what = resume ? "cannot resume run log" : "cannot create run log";
+    if ((!resume && trainlog_make_parent_dirs(out_path, err, sizeof err) != 0) ||
+        out_claim(what, out_path, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        return 2;
+    }
+    if (check_out_path(what, out_path, mode != TRAIN_NEW, err, sizeof err) != 0 ||
+        (resume && access(out_path, F_OK) != 0 &&
+         set_err(err, sizeof err, "--resume: run log '%s' does not exist (start the run without "
+                 "--resume)", out_path))) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        out_release(out_path);
+        return 2;
+    }
+    Config *cfg = resume_resolved_config(cfg_in, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        out_release(out_path);
+        return 2;
+    }
     Trainer t;
     memset(&t, 0, sizeof t);
+    t.cfg = cfg;
+    t.out_path = out_path;
+    t.overwrite = mode == TRAIN_OVERWRITE;
     int rc = trainer_settings(&t, cfg, out_path, resume, err, sizeof err);
     if (rc == 0) rc = trainer_models(&t, cfg, backend_override, err, sizeof err);
     if (rc == 0) rc = trainer_open_log(&t, cfg, out_path, resume, err, sizeof err);
     if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
     else rc = train_loop(&t, cfg, stats);
-    return trainer_close(&t, rc);
+    rc = trainer_close(&t, rc);
+    config_free(cfg);
+    out_release(out_path);
+    return rc;
 }

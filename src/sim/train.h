@@ -23,12 +23,30 @@ typedef struct {
     long long tokens;         // generated tokens in the steps this call ran
 } TrainStats;
 
+// What train_run does with out_path.
+enum {
+    TRAIN_NEW = 0,       // a new run: an existing log is an error
+    TRAIN_RESUME = 1,    // go on with the run whose log is out_path
+    TRAIN_OVERWRITE = 2, // a new run replacing the log and the checkpoint of any run there
+};
+
 // Runs cfg's [train] section (with [objective], [optim], [world], [eval], run.seed) and
-// writes the HDF5 run log to out_path and checkpoints to "<out_path>.ckpt.h5". resume:
-// continue from that checkpoint (parameters, AdamW state, step) and truncate the log to the
-// steps before it. Returns an exit code (0 ok, 1 runtime failure, 2 bad input).
-int train_run(const Config *cfg, const char *backend_override, const char *out_path, int resume,
+// writes the HDF5 run log to out_path and checkpoints to "<out_path>.ckpt.h5" (mode: a new
+// run, --resume, --overwrite). With TRAIN_RESUME it continues from that checkpoint
+// (parameters, AdamW state, step), or from step 0 when the run stopped before its first, and
+// truncates the log to the steps before it, after checking everything (resume.h), so a
+// refused resume changes no file. The stored config holds the objective values used
+// (resume_resolved_config). On failure (docs/cli.md, "Failure behaviour"): a non-finite loss,
+// grad norm or parameter stops the run before the step is logged or checkpointed (exit 1);
+// SIGINT or SIGTERM ends the step being run, logs it, saves a checkpoint and exits 128 +
+// the signal; a new run that stops before its first step leaves no log. Returns an exit
+// code (0 ok, 1 runtime failure, 2 bad input, 130/143 interrupted).
+int train_run(const Config *cfg, const char *backend_override, const char *out_path, int mode,
               TrainStats *stats);
+
+// The command line of `grpolab train` (argv[0] = "train"), for the command printed to go on
+// after an interruption (without --overwrite, with --resume).
+void train_note_command(int argc, char **argv);
 
 // Compares now with the config stored in the train run log at run_path (root attribute
 // "config"), ignoring run.threads, run.backend and run.out, and with allow_more_steps also

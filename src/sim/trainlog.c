@@ -19,7 +19,7 @@ int trainlog_declare(RunLog *rl, char *err, size_t errlen) {
 // ---------------------------------------------------------------- a new run's log
 static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *oc,
                           const TrainSettings *s, const char *backend, const ModelConfig *mc,
-                          const char *init_fp, char *err, size_t errlen) {
+                          const char *init_fp, const char *run_id, char *err, size_t errlen) {
     char *text = config_to_ini(cfg), when[64], names[512] = "";
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -36,6 +36,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "run_id", run_id, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "model.num_layers", mc->n_layers, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0 &&
@@ -54,8 +55,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
     return ok ? 0 : -1;
 }
 
-// Creates the directories above path (like mkdir -p of its parent). 0, or -1 with a message.
-static int make_parent_dirs(const char *path, char *err, size_t errlen) {
+int trainlog_make_parent_dirs(const char *path, char *err, size_t errlen) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1; *p; p++) {
@@ -69,11 +69,11 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-RunLog *trainlog_create(const char *path, const Config *cfg, const ObjectiveConfig *oc,
+RunLog *trainlog_create(const char *path, int overwrite, const Config *cfg, const ObjectiveConfig *oc,
                         const TrainSettings *S, const char *backend, const ModelConfig *mc,
-                        const char *init_fp, char *err, size_t errlen) {
-    RunLog *rl = make_parent_dirs(path, err, errlen) == 0 ? runlog_create(path, 1, err, errlen) : NULL;
-    if (rl && set_root_attrs(rl, cfg, oc, S, backend, mc, init_fp, err, errlen) != 0) {
+                        const char *init_fp, const char *run_id, char *err, size_t errlen) {
+    RunLog *rl = trainlog_make_parent_dirs(path, err, errlen) == 0 ? runlog_create(path, overwrite, err, errlen) : NULL;
+    if (rl && set_root_attrs(rl, cfg, oc, S, backend, mc, init_fp, run_id, err, errlen) != 0) {
         runlog_close(rl, NULL, 0);
         return NULL;
     }

@@ -13,11 +13,14 @@
 #include "runlog.h"
 #include "train_state.h"
 
-// A new run's log at path (its directories made): the root attributes of the run (config,
-// seed, backend, init and its fingerprint, model size, objective). NULL with a message.
-RunLog *trainlog_create(const char *path, const Config *cfg, const ObjectiveConfig *oc,
+// A new run's log at path (its directories made; an existing file is replaced only with
+// overwrite): the root attributes of the run (config,
+// seed, backend, init and its fingerprint, run_id, model size, objective). NULL with a message.
+RunLog *trainlog_create(const char *path, int overwrite, const Config *cfg, const ObjectiveConfig *oc,
                         const TrainSettings *S, const char *backend, const ModelConfig *mc,
-                        const char *init_fp, char *err, size_t errlen);
+                        const char *init_fp, const char *run_id, char *err, size_t errlen);
+// Creates the directories above path (like mkdir -p of its parent). 0, or -1 with a message.
+int trainlog_make_parent_dirs(const char *path, char *err, size_t errlen);
 // Declares the tables /train, /questions, /responses, /tokens and /eval. 0, or -1.
 int trainlog_declare(RunLog *rl, char *err, size_t errlen);
 

@@ -1,0 +1,178 @@
+// train_fixture.h: what the trainer tests share (test_train.c, test_resume.c): a tiny
+// transformer fine-tuned by cross-entropy on the shortest correct r1 responses of exactly the
+// training questions the test runs draw, until they have probability about one half (a
+// random-init model never answers correctly: every reward 0, nothing to test), a base config
+// of tiny runs on it, and comparisons of run logs column by column. Header only: one test
+// binary includes it.
+#ifndef GRPOLAB_TRAIN_FIXTURE_H
+#define GRPOLAB_TRAIN_FIXTURE_H
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sim/checkpoint.h"
+#include "sim/runlog.h"
+#include "sim/sampler.h"
+#include "sim/setup.h"
+#include "sim/template.h"
+#include "sim/train.h"
+#include "sim/update.h"
+#include "test_util.h"
+
+static char dir[64], model_path[128];
+#define SEED 11
+#define P_TEST 2
+#define G_TEST 4
+#define STEPS_MAX 4
+#define BUDGET 24
+
+static Config *base_config(const char *const *extra, int n_extra) {
+    char err[512], init[256];
+    Config *c = config_new();
+    snprintf(init, sizeof init, "train.init=%s", model_path);
+    const char *sets[] = {init, "run.backend=cpu", "run.seed=11", "train.prompts_per_step=2",
+                          "train.group_size=4", "train.minibatch_size=4", "train.steps=4",
+                          "world.max_new_tokens=24", "optim.lr=3e-3", "train.checkpoint_every=1",
+                          "train.eval_every=0", "eval.limit=2", "eval.batch=16"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (config_set(c, sets[i], err, sizeof err) != 0) fail_msg("%s", err);
+    for (int i = 0; i < n_extra; i++)
+        if (config_set(c, extra[i], err, sizeof err) != 0) fail_msg("%s", err);
+    return c;
+}
+
+static ModelConfig tiny_model_config(void) {
+    ModelConfig mc = model_config_default();
+    mc.vocab_size = tok_vocab_size(tokenizer_default());
+    mc.d_model = 32;
+    mc.n_layers = 1;
+    mc.n_heads = 2;
+    mc.n_kv_heads = 1;
+    mc.d_ff = 64;
+    mc.max_seq_len = 96;
+    return mc;
+}
+
+// Tokens of the prompt and the shortest correct r1 response of training task `index`.
+static void task_sequence(int64_t index, int *seq, int *plen, int *len) {
+    const Tokenizer *tk = tokenizer_default();
+    double w[5] = {1, 1, 1, 1, 1};
+    Task t;
+    char text[512], err[256];
+    world_train_task_mix(SEED, index, w, &t);
+    int n = template_prompt(TEMPLATE_R1, &t, text, sizeof text);
+    assert_true(n > 0);
+    *plen = tok_encode(tk, text, seq, 96, err, sizeof err);
+    snprintf(text, sizeof text, " </think> <answer> %lld </answer>", (long long)t.answer);
+    int r = tok_encode(tk, text, seq + *plen, 96 - *plen, err, sizeof err);
+    assert_true(*plen > 0 && r > 0);
+    *len = *plen + r;
+}
+
+static int setup(void **state) {
+    snprintf(dir, sizeof dir, "/tmp/grpolab-train-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    snprintf(model_path, sizeof model_path, "%s/tiny.h5", dir);
+    char err[512];
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    ModelConfig mc = tiny_model_config();
+    Model *m = model_create(bk, &mc);
+    model_init_params(m, 5);
+    // cross-entropy on the responses of the first STEPS_MAX steps' questions
+    enum { NQ = P_TEST * STEPS_MAX, T = 96 };
+    int seq[NQ][T], plen[NQ], len[NQ], maxlen = 0;
+    for (int q = 0; q < NQ; q++) {
+        task_sequence(q, seq[q], &plen[q], &len[q]);
+        if (len[q] - 1 > maxlen) maxlen = len[q] - 1;
+    }
+    static int tokens[NQ * T], targets[NQ * T], lengths[NQ];
+    for (int q = 0; q < NQ; q++) {
+        lengths[q] = len[q] - 1;
+        for (int t = 0; t < maxlen; t++) {
+            tokens[q * maxlen + t] = t < len[q] - 1 ? seq[q][t] : 0;
+            targets[q * maxlen + t] = t + 1 >= plen[q] && t + 1 < len[q] ? seq[q][t + 1] : -1;
+        }
+    }
+    AdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_clip = 1.0f};
+    int s;
+    double seq_logp = -1e9;
+    for (s = 0; s < 2000; s++) {
+        model_forward(m, tokens, targets, lengths, NQ, maxlen);
+        model_zero_grad(m);
+        float loss = model_cross_entropy_step(m, 1, 0);
+        // mean log-probability of a whole response
+        seq_logp = -(double)loss * (double)model_num_targets(m) / NQ;
+        if (seq_logp > -0.7) break;
+        model_adamw_step(m, &opt);
+    }
+    printf("  fixture: %d fine-tuning steps, mean response log-prob %.3f\n", s, seq_logp);
+    int ok = checkpoint_save(model_path, m, NULL, err, sizeof err) == 0;
+    model_free(m);
+    backend_destroy(bk);
+    return ok ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    tu_remove_dir(dir);
+    return 0;
+}
+
+static double *col(const char *path, const char *dataset, int64_t *n) {
+    char err[512];
+    RunLogReader *rd = runlog_reader_open(path, err, sizeof err);
+    if (!rd) fail_msg("%s", err);
+    double *x = runlog_read_column(rd, dataset, n, err, sizeof err);
+    if (!x) fail_msg("%s", err);
+    runlog_reader_close(rd);
+    return x;
+}
+
+static const char *const TRAIN_DET[] = {
+    "step", "reward_mean", "length_mean", "length_correct", "length_incorrect", "truncation_rate",
+    "loop_rate", "disagreement_rate", "selfcheck_rate", "loss", "grad_norm", "clip_frac_low",
+    "clip_frac_high", "kl", "entropy", "lr", "tokens", "mixed_group_frac", "bias_cosine"};
+static const char *const QUESTION_COLS[] = {"step", "question_index", "level", "group_size",
+                                            "reward_mean", "reward_std", "mean_abs_advantage",
+                                            "sum_abs_weight"};
+static const char *const RESPONSE_COLS[] = {"step", "question_index", "level", "length", "reward",
+                                            "correct", "truncated", "advantage", "self_checked",
+                                            "disagreement", "looped", "gave_up", "token_offset"};
+static const char *const TOKEN_COLS[] = {"step", "weight", "logp_old"};
+static const char *const EVAL_COLS[] = {"step", "bench", "accuracy", "length_mean",
+                                        "length_correct", "length_incorrect", "n"};
+
+// Column by column, bit for bit (NaN equals NaN).
+static void assert_same_table(const char *a, const char *b, const char *table,
+                              const char *const *cols, int n_cols) {
+    for (int c = 0; c < n_cols; c++) {
+        char ds[128];
+        snprintf(ds, sizeof ds, "%s/%s", table, cols[c]);
+        int64_t na, nb;
+        double *x = col(a, ds, &na), *y = col(b, ds, &nb);
+        if (na != nb) fail_msg("%s: %lld rows vs %lld", ds, (long long)na, (long long)nb);
+        for (int64_t i = 0; i < na; i++)
+            if (!(x[i] == y[i] || (isnan(x[i]) && isnan(y[i]))))
+                fail_msg("%s row %lld: %.17g vs %.17g", ds, (long long)i, x[i], y[i]);
+        free(x);
+        free(y);
+    }
+}
+
+static void assert_same_logs(const char *a, const char *b) {
+    assert_same_table(a, b, "train", TRAIN_DET, sizeof TRAIN_DET / sizeof *TRAIN_DET);
+    assert_same_table(a, b, "questions", QUESTION_COLS, sizeof QUESTION_COLS / sizeof *QUESTION_COLS);
+    assert_same_table(a, b, "responses", RESPONSE_COLS, sizeof RESPONSE_COLS / sizeof *RESPONSE_COLS);
+    assert_same_table(a, b, "tokens", TOKEN_COLS, sizeof TOKEN_COLS / sizeof *TOKEN_COLS);
+    assert_same_table(a, b, "eval", EVAL_COLS, sizeof EVAL_COLS / sizeof *EVAL_COLS);
+}
+
+static void run_ok(Config *c, const char *out, int resume) {
+    TrainStats st;
+    assert_int_equal(train_run(c, NULL, out, resume, &st), 0);
+}
+
+#endif
