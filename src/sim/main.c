@@ -14,6 +14,7 @@
 #include "evaluate.h"
 #include "logschema.h"
 #include "model.h"
+#include "objective.h"
 #include "pretrain.h"
 #include "setup.h"
 #include "train.h"
@@ -498,6 +499,7 @@ static const Command commands[] = {
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
     {"schema", "print the columns of the run-log tables (docs/hdf5-schema.md)", cmd_schema},
+    {"objective", "the objective presets: --list, --show NAME (knobs, formulas, other frameworks)", objective_cli},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},

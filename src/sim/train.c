@@ -86,6 +86,11 @@ void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with
     s->d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
     s->d_gmean = bk_alloc(bk, (size_t)P * sizeof(float));
     s->d_gstd = bk_alloc(bk, (size_t)P * sizeof(float));
+    s->d_lengths = bk_alloc(bk, (size_t)N * sizeof(int));
+    s->greedy_prompts = xmalloc((size_t)P * cap * sizeof(int));
+    generation_alloc(&s->gen_greedy, P, S->max_new);
+    s->greedy_reward = xmalloc((size_t)P * sizeof(float));
+    s->d_greedy = bk_alloc(bk, (size_t)P * sizeof(float));
     s->kept = xmalloc((size_t)N * sizeof(int));
     s->order = xmalloc((size_t)N * sizeof(int));
     s->tok_off = xmalloc((size_t)N * sizeof(int));
@@ -101,12 +106,15 @@ void train_state_free(TrainState *s, Backend *bk) {
     void *host[] = {s->tasks, s->prompt_ids, s->plen_p, s->prompts, s->plen, s->prompt_ptr,
                     s->resp_ptr, s->resp_text, s->verd, s->rewards, s->adv, s->unbiased,
                     s->gmean, s->gstd, s->kept, s->order, s->tok_off, s->tok_env, s->logp_old,
-                    s->logp_ref, s->weights, s->tok_step};
+                    s->logp_ref, s->weights, s->tok_step, s->greedy_prompts, s->greedy_reward};
     for (size_t j = 0; j < sizeof host / sizeof host[0]; j++) free(host[j]);
     bk_free(bk, s->d_rewards);
     bk_free(bk, s->d_adv);
     bk_free(bk, s->d_gmean);
     bk_free(bk, s->d_gstd);
+    bk_free(bk, s->d_lengths);
+    bk_free(bk, s->d_greedy);
+    generation_free(&s->gen_greedy);
     generation_free(&s->gen);
     update_workspace_free(s->ws);
     memset(s, 0, sizeof *s);
@@ -239,6 +247,7 @@ static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *
     double t0 = wall_time();
     if (rollout_collect(s, S, t->m, t->tk, &t->sc, step, err, errlen) != 0) return 2;
     rollout_score(s, S, t->tk, step);
+    if (t->oc.baseline == BASELINE_GREEDY) rollout_greedy(s, S, t->m, t->tk, &t->sc);
     rollout_advantages(s, S, t->bk, &t->oc);
     double t1 = wall_time();
     Rollout r = rollout_view(s, t->sc.env != NULL);

@@ -46,6 +46,11 @@ typedef struct {
     float *unbiased;                     // (N) r_i - group mean: the bias diagnostic's advantage
     float *gmean, *gstd;                 // (P) each group's reward mean and std
     float *d_rewards, *d_adv, *d_gmean, *d_gstd;  // device copies for kn_group_advantages
+    int *d_lengths;                      // (N) the responses' lengths on the device
+    // the greedy baseline's rollout (rollout_greedy): one greedy response per prompt
+    int *greedy_prompts;                 // (P, max_seq_len) its right-padded prompts
+    Generation gen_greedy;               // (P, max_new)
+    float *greedy_reward, *d_greedy;     // (P) its rewards, host and device
     int *kept, *order;                   // (N) responses of the update; an epoch's shuffle of them
     // per token of the step's responses, response i at tok_off[i] .. + gen.length[i] - 1
     int *tok_off;                        // (N)

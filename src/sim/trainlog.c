@@ -49,7 +49,12 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_f64(rl, "objective.eps_low", oc->eps_low, err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "objective.eps_high", oc->eps_high, err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "objective.beta", oc->beta, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0;
+             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.ratio", ratio_name(oc->ratio), err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.clip", clip_name(oc->clip), err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.tau_pos", oc->tau_pos, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.tau_neg", oc->tau_neg, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.token_mean_scope", scope_name(oc->scope), err, errlen) == 0;
     free(text);
     return ok ? 0 : -1;
 }

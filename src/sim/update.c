@@ -308,11 +308,17 @@ double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
     int mb = forward_rows(ws, r, idx, n, micro);
     double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
     for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
-    int last0 = 0, last_T = 0;
+    int last0 = 0, last_T = 0, passes = (n + mb - 1) / mb;
     for (int c0 = 0; c0 < n; c0 += mb) {
+        int nc = n - c0 < mb ? n - c0 : mb;
+        double norm = sum_len;
+        if (oc->scope == SCOPE_MICRO_BATCH) {  // each pass its own token-mean, averaged over passes
+            norm = 0;
+            for (int k = 0; k < nc; k++) norm += r->resp_len[ws->rows[c0 + k]];
+            norm *= passes;
+        }
         last0 = c0;
-        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, n - c0 < mb ? n - c0 : mb, n, sum_len,
-                               weights, &s);
+        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, nc, n, norm, weights, &s);
     }
     double cosine = unbiased_adv ? bias_cosine(ws, m, r, n, mb, last0, last_T, unbiased_adv) : NAN;
     if (st) *st = s;
