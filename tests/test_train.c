@@ -801,6 +801,71 @@ static void test_token_weight_mask(void **state) {
     backend_destroy(bk);
 }
 
+// diagnostics.compare: the training is the same as without it (every column of /train but
+// the wall times, /responses, /tokens); /compare has a row per step and compared objective,
+// and the trained objective's row repeats /train/bias_cosine (same gradient on the same
+// minibatch); `grpolab plot objectives` draws it; an unknown preset is an error.
+static void test_compare_diagnostics(void **state) {
+    const char *extra_on[] = {"train.steps=3", "train.micro_batch=3",
+                              "diagnostics.compare=dr_grpo,grpo,dapo,gspo,gmpo,cispo,remax"};
+    const char *extra_off[] = {"train.steps=3", "train.micro_batch=3"};
+    Config *on = base_config(extra_on, 3), *off = base_config(extra_off, 2);
+    char a[160], b[160], err[512];
+    snprintf(a, sizeof a, "%s/compare_on.h5", dir);
+    snprintf(b, sizeof b, "%s/compare_off.h5", dir);
+    run_ok(on, a, 0);
+    run_ok(off, b, 0);
+    assert_same_table(a, b, "train", TRAIN_DET, sizeof TRAIN_DET / sizeof *TRAIN_DET);
+    assert_same_table(a, b, "responses", RESPONSE_COLS, sizeof RESPONSE_COLS / sizeof *RESPONSE_COLS);
+    assert_same_table(a, b, "tokens", TOKEN_COLS, sizeof TOKEN_COLS / sizeof *TOKEN_COLS);
+    int64_t n, nb, nt;
+    double *step = col(a, "compare/step", &n), *obj = col(a, "compare/objective", &n);
+    double *cs = col(a, "compare/bias_cosine", &n), *gn = col(a, "compare/grad_norm", &n);
+    double *tc = col(a, "train/bias_cosine", &nt), *bins = col(a, "compare_bins/bin", &nb);
+    assert_int_equal(n, 3 * 7);
+    assert_int_equal(nb, 3 * 7 * 8);
+    int with_value = 0;
+    for (int64_t r = 0; r < n; r++) {
+        assert_int_equal((int)step[r], (int)(r / 7));
+        assert_int_equal((int)obj[r], (int)(r % 7));
+        if ((int)obj[r] == 1) {  // grpo, the trained objective
+            double x = cs[r], y = tc[(int)step[r]];
+            assert_true((isnan(x) && isnan(y)) || fabs(x - y) <= 1e-6);
+        }
+        with_value += isfinite(cs[r]) && gn[r] > 0;
+    }
+    assert_true(with_value >= 6);
+    RunLogReader *rd = runlog_reader_open(a, err, sizeof err);
+    if (!rd) fail_msg("%s", err);
+    char *names = runlog_read_attr_str(rd, "diagnostics.compare", err, sizeof err);
+    assert_non_null(names);
+    assert_string_equal(names, "dr_grpo,grpo,dapo,gspo,gmpo,cispo,remax");
+    free(names);
+    runlog_reader_close(rd);
+    rd = runlog_reader_open(b, err, sizeof err);
+    assert_false(runlog_reader_has(rd, "compare/step"));
+    runlog_reader_close(rd);
+    char args[512], out[4096], dat[256];
+    snprintf(args, sizeof args, "plot objectives %s -o %s/objectives --format png", a, dir);
+    if (tu_run_cli(args, out, sizeof out) != 0) fail_msg("%s: %s", args, out);
+    snprintf(dat, sizeof dat, "%s/objectives_data/compare_gspo.dat", dir);
+    FILE *f = fopen(dat, "r");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(args, sizeof args, "plot objectives %s -o %s/none --format png", b, dir);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 1);  // no /compare: an error, no empty figure
+    assert_non_null(strstr(out, "diagnostics.compare"));
+    free(step), free(obj), free(cs), free(gn), free(tc), free(bins);
+    config_free(on);
+    config_free(off);
+    // an unknown preset names the key and the value
+    const char *bad[] = {"diagnostics.compare=grpo,ppo"};
+    Config *c = base_config(bad, 1);
+    TrainStats st;
+    assert_int_equal(train_run(c, NULL, a, 0, &st), 2);
+    config_free(c);
+}
+
 // Every objective preset trains end to end: two steps of each (micro-batches of 2, so that
 // bnpo's micro-batch scope and the sequence-level ratios run through the split passes; remax
 // makes its greedy rollout), with finite losses and gradient norms and the preset's knobs in
@@ -857,6 +922,7 @@ int main(void) {
         cmocka_unit_test(test_compare_detects_other_init),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_every_preset_trains),
+        cmocka_unit_test(test_compare_diagnostics),
     };
     return cmocka_run_group_tests_name("train", tests, setup, teardown);
 }

@@ -339,6 +339,7 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
         fprintf(f, "%s[%s] final training reward: Dr. GRPO %.3f vs GRPO %.3f; wanted Dr. GRPO >= GRPO - 0.03\n",
                 md ? "- " : "", pass4 ? "PASS" : "FAIL", gmean[gd][M_REWARD], gmean[gg][M_REWARD]);
     }
+    summary_print_compare(f, runs, n, md);
     free(st);
     return 0;
 }

@@ -153,6 +153,14 @@ const CfgKey CONFIG_SCHEMA[] = {
      "the preset's (shown: grpo's)"},
     {"objective", "dynamic_sampling", CFG_BOOL, "false", NO_RANGE, NULL,
      "DAPO dynamic sampling: drop groups whose rewards are all equal; unset: the preset's (shown: grpo's)"},
+    // [diagnostics]: counterfactual diagnostics of `grpolab train` (compare.h)
+    {"diagnostics", "compare", CFG_STRING, "", NO_RANGE, NULL,
+     "objective presets (comma-separated) whose token weights and gradient every step also "
+     "computes on its first minibatch, same responses and parameters: their cosine with the "
+     "unbiased policy gradient, norm and sum |w| per length bin (/compare, /compare_bins); "
+     "empty = none"},
+    {"diagnostics", "length_bins", CFG_INT, "8", 1, 1024, NULL,
+     "response-length bins of /compare_bins (equal widths up to world.max_new_tokens)"},
     // [train]: `grpolab train`, RL on the task world (train.h; objective in [objective])
     {"train", "init", CFG_STRING, "data/models/base.h5", NO_RANGE, NULL,
      "checkpoint the policy starts from (and the reference model when objective.beta > 0)"},

@@ -495,7 +495,7 @@ static const Command commands[] = {
     {"pretrain", "train the base model on the world's corpus", cmd_pretrain},
     {"train", "RL training with an objective (GRPO, Dr. GRPO, DAPO, RLOO) and an HDF5 run log", cmd_train},
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
-    {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
+    {"plot", "draw fig5, length-bias, difficulty-bias or objectives from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
     {"schema", "print the columns of the run-log tables (docs/hdf5-schema.md)", cmd_schema},

@@ -107,7 +107,7 @@ void rollout_advantages(TrainState *s, const TrainSettings *S, Backend *bk,
     bk_upload(bk, s->d_rewards, s->rewards, (size_t)N * sizeof(float));
     bk_upload(bk, s->d_lengths, s->gen.length, (size_t)N * sizeof(int));
     int greedy = oc->baseline == BASELINE_GREEDY;  // rollout_greedy filled s->greedy_reward
-    if (greedy) bk_upload(bk, s->d_greedy, s->greedy_reward, (size_t)P * sizeof(float));
+    if (greedy || s->cmp.needs_greedy) bk_upload(bk, s->d_greedy, s->greedy_reward, (size_t)P * sizeof(float));
     kn_group_advantages(bk, s->d_adv, s->d_gmean, s->d_gstd, s->d_rewards, s->d_lengths,
                         greedy ? s->d_greedy : NULL, P, G, oc);
     bk_download(bk, s->adv, s->d_adv, (size_t)N * sizeof(float));

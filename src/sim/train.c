@@ -58,6 +58,7 @@ static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc
     if (template_parse(tn, &s->template_kind) != 0)
         return set_err(err, errlen, "world.template = '%s': not one of r1|boxed|none", tn);
     s->reward_rule = setup_reward_rule(c);
+    if (compare_from_config(c, s->max_new, &s->compare, err, errlen) != 0) return -1;
     return objective_from_config(c, s->max_new, oc, err, errlen);
 }
 
@@ -100,6 +101,8 @@ void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with
     s->weights = xmalloc(tok_cap * sizeof(float));
     s->tok_step = xmalloc(tok_cap * sizeof(int));
     s->ws = update_workspace_create(m, S->M, S->bias_diagnostic);
+    s->cmp = S->compare;
+    compare_alloc(&s->cmp, N, tok_cap, model_num_params(m), bk);
 }
 
 void train_state_free(TrainState *s, Backend *bk) {
@@ -115,6 +118,7 @@ void train_state_free(TrainState *s, Backend *bk) {
     bk_free(bk, s->d_lengths);
     bk_free(bk, s->d_greedy);
     generation_free(&s->gen_greedy);
+    compare_free(&s->cmp, bk);
     generation_free(&s->gen);
     update_workspace_free(s->ws);
     memset(s, 0, sizeof *s);
@@ -211,7 +215,7 @@ static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path,
         t->rl = trainlog_create(out_path, cfg, &t->oc, &t->S, backend_name(t->bk->kind), &t->mc,
                                 init_fp, err, errlen);
     }
-    if (!t->rl || trainlog_declare(t->rl, err, errlen) != 0 ||
+    if (!t->rl || trainlog_declare(t->rl, t->S.compare.n > 0, err, errlen) != 0 ||
         runlog_start_swmr(t->rl, err, errlen) != 0)
         return resume ? 2 : 1;
     if (resume && resume_check_rows(t->rl, out_path, t->ckpt_path, t->start_step, err, errlen) != 0)
@@ -247,17 +251,26 @@ static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *
     double t0 = wall_time();
     if (rollout_collect(s, S, t->m, t->tk, &t->sc, step, err, errlen) != 0) return 2;
     rollout_score(s, S, t->tk, step);
-    if (t->oc.baseline == BASELINE_GREEDY) rollout_greedy(s, S, t->m, t->tk, &t->sc);
+    if (t->oc.baseline == BASELINE_GREEDY || s->cmp.needs_greedy)
+        rollout_greedy(s, S, t->m, t->tk, &t->sc);
     rollout_advantages(s, S, t->bk, &t->oc);
+    if (s->cmp.n) {  // every compared objective's advantages of the same rollout
+        int greedy = t->oc.baseline == BASELINE_GREEDY || s->cmp.needs_greedy;
+        compare_advantages(&s->cmp, t->bk, step, s->d_rewards, s->d_lengths,
+                           greedy ? s->d_greedy : NULL, S->P, S->G);
+        s->cmp.rewards = s->rewards;
+    }
     double t1 = wall_time();
     Rollout r = rollout_view(s, t->sc.env != NULL);
     EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
-                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step};
+                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step,
+                      .compare = s->cmp.n ? &s->cmp : NULL};
     UpdateStats us;
     update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
                   s->order, s->weights, s->unbiased, &us);
     double t2 = wall_time();
     trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
+    if (compare_write(&s->cmp, t->rl, err, errlen) != 0) return 1;
     return trainlog_write_step(t->rl, row, S, s, err, errlen) == 0 ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "compare.h"
 #include "sampler.h"
 #include "template.h"
 #include "update.h"
@@ -16,6 +17,7 @@
 typedef struct {
     const char *init;  // train.init: the base model's checkpoint
     int steps, P, G, M, micro, epochs, eval_every, checkpoint_every, bias_diagnostic;
+    Compare compare;  // diagnostics.compare: the objectives and bins (buffers in TrainState.cmp)
     float temperature, top_p;
     double level_weights[WORLD_NUM_LEVELS];
     Template template_kind;
@@ -59,6 +61,7 @@ typedef struct {
     int *tok_step;                       // (N * max_new) the step, a column of /tokens
     RolloutStats rs;
     UpdateWorkspace *ws;                 // the update's buffers
+    Compare cmp;                         // diagnostics.compare (n = 0: off)
 } TrainState;
 
 void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with_ref);

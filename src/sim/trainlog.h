@@ -18,8 +18,9 @@
 RunLog *trainlog_create(const char *path, const Config *cfg, const ObjectiveConfig *oc,
                         const TrainSettings *S, const char *backend, const ModelConfig *mc,
                         const char *init_fp, char *err, size_t errlen);
-// Declares the tables /train, /questions, /responses, /tokens and /eval. 0, or -1.
-int trainlog_declare(RunLog *rl, char *err, size_t errlen);
+// Declares the tables /train, /questions, /responses, /tokens and /eval, and with_compare
+// /compare and /compare_bins (diagnostics.compare). 0, or -1.
+int trainlog_declare(RunLog *rl, int with_compare, char *err, size_t errlen);
 
 // The step's /train row from its rollout counts, its update sums, the learning rate and the
 // wall times of the rollout and the update.

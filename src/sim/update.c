@@ -8,6 +8,7 @@
 
 #include "../common.h"
 #include "../kernels/philox.h"
+#include "compare.h"
 #include "tokenizer.h"
 
 struct UpdateWorkspace {
@@ -356,6 +357,8 @@ void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveCon
         for (int k0 = 0; k0 < n_kept; k0 += M) {
             int n = n_kept - k0 < M ? n_kept - k0 : M;
             int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
+            if (plan->compare && epoch == 0 && k0 == 0)  // same responses, parameters before the update
+                compare_minibatch(plan->compare, ws, m, r, order + k0, n, plan->micro, unbiased);
             MinibatchStats st;
             model_zero_grad(m);
             double cs = update_minibatch_gradient(ws, m, oc, r, order + k0, n, plan->micro,
