@@ -276,28 +276,32 @@ OBJ_HD int group_no_signal(const ObjectiveConfig *oc, const float *r, int G) {
     return all_equal;
 }
 
-// The batch statistics batch_whiten reads: mean and std (ddof as configured) of r_i - b_i over
-// the P groups of G (r, len (P*G); greedy (P) or NULL), the all-equal groups' zeros included.
+// r_i - b_i of response i of group g of the batch r, len (P*G; len may be NULL), greedy (P)
+// or NULL: 0 in a group without signal (group_no_signal).
+OBJ_HD double centered_reward(const ObjectiveConfig *oc, const float *r, const int *len,
+                              const float *greedy, int G, int g, int i) {
+    const float *rg = r + (size_t)g * G;
+    if (group_no_signal(oc, rg, G)) return 0.0;
+    double sum = 0;
+    for (int j = 0; j < G; j++) sum += rg[j];
+    return rg[i] - group_baseline(oc, rg, len ? len + (size_t)g * G : NULL, G, sum, sum / G,
+                                  greedy ? greedy[g] : 0.0f, i);
+}
+
+// The batch statistics batch_whiten reads: mean and std (ddof as configured) of r_i - b_i
+// (centered_reward) over the P groups of G, the all-equal groups' zeros included.
 OBJ_HD void batch_centered_stats(const ObjectiveConfig *oc, const float *r, const int *len,
                                  const float *greedy, int P, int G, double *mean_out,
                                  double *std_out) {
-    double s = 0, ss = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int g = 0; g < P; g++) {
-            const float *rg = r + (size_t)g * G;
-            const int *lg = len ? len + (size_t)g * G : NULL;
-            double sum = 0;
-            for (int i = 0; i < G; i++) sum += rg[i];
-            int zero = group_no_signal(oc, rg, G);
-            for (int i = 0; i < G; i++) {
-                double d = zero ? 0.0 : rg[i] - group_baseline(oc, rg, lg, G, sum, sum / G, greedy ? greedy[g] : 0.0f, i);
-                if (pass == 0) s += d;
-                else ss += (d - s) * (d - s);
-            }
-            if (pass == 0 && g == P - 1) s /= (double)P * G;
-        }
     int n = P * G;
-    *mean_out = s;
+    double mean = 0, ss = 0;
+    for (int k = 0; k < n; k++) mean += centered_reward(oc, r, len, greedy, G, k / G, k % G);
+    mean /= n;
+    for (int k = 0; k < n; k++) {
+        double d = centered_reward(oc, r, len, greedy, G, k / G, k % G) - mean;
+        ss += d * d;
+    }
+    *mean_out = mean;
     *std_out = n - oc->std_ddof >= 1 ? sqrt(ss / (double)(n - oc->std_ddof)) : 0.0;
 }
 

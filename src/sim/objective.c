@@ -115,7 +115,7 @@ static const ObjectiveInfo INFO[] = {
      "A_i = (r_i - mean(r)) / (std(r) + eps)",
      "w = A_i R_i [log rho_t not clipped] / (M |o_i|), R_i = exp(mean_t clip(log rho_t, -0.4, 0.4))",
      "trl.experimental.gmpo GMPOConfig(epsilon=0.4)",
-     "policy_loss.loss_mode=geo_mean, clip_ratio=0.4",
+     "policy_loss.loss_mode=geo_mean, clip_ratio_low=0.4, clip_ratio_high=0.4",
      "not checked",
      "not checked"},
     {"cispo", "CISPO: MiniMax-M1 (arXiv 2506.13585); eps_max 5 from ScaleRL (arXiv 2510.13786)",
