@@ -319,7 +319,7 @@ static void test_closed_forms(void **state) {
                     oc.std_eps = 0;
                     float rw[8], adv[8];
                     for (int i = 0; i < G; i++) rw[i] = i < k ? 1.0f : 0.0f;
-                    group_advantages(&oc, rw, G, 0.0, adv, NULL, NULL);
+                    group_advantages(&oc, rw, NULL, G, 0.0f, 0.0, 0.0, adv, NULL, NULL);
                     double maa = 0;
                     for (int i = 0; i < G; i++) maa += fabs(adv[i]) / G;
                     double cf = closed_mean_abs_adv((double)k / G, G, oc.scale == SCALE_GROUP_STD, ddof,

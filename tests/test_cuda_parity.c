@@ -628,12 +628,20 @@ static void check_ipair_equal(const char *what, IPair p) {
     assert_true(same);
 }
 
+// Advantages of P groups of G on both backends; lengths and greedy rewards are random (read
+// only by the baselines that need them).
 static void group_advantages_case(const char *what, const float *r, int P, int G,
                                   const ObjectiveConfig *oc) {
     Pair rew = pair_from(r, (size_t)P * G), adv = pair_out((size_t)P * G);
     Pair mean = pair_out((size_t)P), std = pair_out((size_t)P);
-    kn_group_advantages(g_cpu, adv.c, mean.c, std.c, rew.c, P, G, oc);
-    kn_group_advantages(g_gpu, adv.g, mean.g, std.g, rew.g, P, G, oc);
+    int *len_h = malloc((size_t)P * G * sizeof(int));
+    float *greedy_h = malloc((size_t)P * sizeof(float));
+    fill_ints(len_h, (size_t)P * G, 1450, 1, 200);
+    tu_fill_uniform(greedy_h, (size_t)P, 1451, 0, 1);
+    IPair len = ipair_from(len_h, (size_t)P * G);
+    Pair greedy = pair_from(greedy_h, (size_t)P);
+    kn_group_advantages(g_cpu, adv.c, mean.c, std.c, rew.c, len.c, greedy.c, P, G, oc);
+    kn_group_advantages(g_gpu, adv.g, mean.g, std.g, rew.g, len.g, greedy.g, P, G, oc);
     char name[96];
     snprintf(name, sizeof name, "group_advantages %s: adv", what);
     check_pair(name, adv, TOL);
@@ -641,6 +649,10 @@ static void group_advantages_case(const char *what, const float *r, int P, int G
     check_pair(name, mean, TOL);
     snprintf(name, sizeof name, "group_advantages %s: group std", what);
     check_pair(name, std, TOL);
+    free(len_h);
+    free(greedy_h);
+    ipair_free(&len);
+    pair_free(&greedy);
     pair_free(&rew);
     pair_free(&adv);
     pair_free(&mean);
@@ -663,6 +675,17 @@ static void test_group_advantages(void **state) {
     group_advantages_case("rloo graded", rg, P, G, &rloo);
     group_advantages_case("batch std ddof 0", r01, P, G, &bstd);
     group_advantages_case("grpo G=2", rg, P * 4, 2, &grpo);
+    // the other baselines and scales of the presets
+    const char *more[] = {"opo", "remax", "grpo_passk", "reinforce_pp_baseline", "lite_ppo"};
+    for (int k = 0; k < 5; k++) {
+        ObjectiveConfig o;
+        assert_int_equal(objective_preset(more[k], 40, &o), 0);
+        char what[64];
+        snprintf(what, sizeof what, "%s 0/1", more[k]);
+        group_advantages_case(what, r01, P, G, &o);
+        snprintf(what, sizeof what, "%s graded", more[k]);
+        group_advantages_case(what, rg, P, G, &o);
+    }
     free(r01);
     free(rg);
 }
@@ -706,7 +729,8 @@ static void token_weights_case(const ObjectiveConfig *oc, int with_ref, int with
     kn_token_weights(g_gpu, w.g, loss.g, kl.g, coef.g, lo.g, hi.g, logp.g, lold.g,
                      with_ref ? ref.g : NULL, mask_g, adv.g, st.g, ln.g, n, T, M, sum_len, oc);
     char what[96];
-    printf(" token_weights %s, beta %g, %s%s\n", aggregation_name(oc->aggregation), oc->beta,
+    printf(" token_weights %s: %s, ratio %s, clip %s, beta %g, %s%s\n", oc->preset,
+           aggregation_name(oc->aggregation), ratio_name(oc->ratio), clip_name(oc->clip), oc->beta,
            with_ref ? "pi_ref given" : "no pi_ref", with_mask ? ", environment tokens masked" : "");
     check_pair("token_weights w", w, TOL);
     check_pair("token_weights loss", loss, TOL);
@@ -770,6 +794,19 @@ static void test_token_weights(void **state) {
     token_weights_case(&kl, 1, 0, 1600);
     token_weights_case(&kl, 0, 0, 1610);
     token_weights_case(&kl, 1, 1, 1620);
+    // every other preset (ratio levels, clip styles), and GSPO with a clip wide enough to pass
+    for (int k = 4; k < objective_preset_count(); k++) {
+        ObjectiveConfig o;
+        objective_preset_info(k, &o);
+        o.l_max = 40;
+        token_weights_case(&o, 0, 0, 1800 + (uint64_t)k * 10);
+        token_weights_case(&o, 0, 1, 1900 + (uint64_t)k * 10);
+    }
+    ObjectiveConfig gspo = objective("gspo", SCALE_GROUP_STD, 1, 0.04f);
+    gspo.eps_low = gspo.eps_high = 0.2f;
+    token_weights_case(&gspo, 1, 1, 2000);
+    ObjectiveConfig sapo = objective("sapo", SCALE_GROUP_STD, 1, 0.04f);
+    token_weights_case(&sapo, 1, 1, 2010);
 }
 
 // ---------------------------------------------------------------- determinism, empty sizes
@@ -864,7 +901,7 @@ static void test_empty_sizes(void **state) {
     assert_true(kn_sum_squares(g_gpu, f, 0) == 0.0);
     kn_adamw_update(g_gpu, f, f, f, f, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1);
     ObjectiveConfig oc = objective("grpo", SCALE_GROUP_STD, 1, 0);
-    kn_group_advantages(g_gpu, f, f, f, f, 0, 4, &oc);
+    kn_group_advantages(g_gpu, f, f, f, f, i, f, 0, 4, &oc);
     kn_token_weights(g_gpu, f, f, f, f, i, i, f, f, f, NULL, f, i, i, 0, 8, 1, 1.0, &oc);
     bk_sync(g_gpu);
     bk_free(g_gpu, f);

@@ -108,7 +108,7 @@ static void rl_step(Backend *bk, const Model *init, const Model *init_ref, const
     // advantages on the backend
     float *d_r = bk_alloc(bk, sizeof f->rewards), *d_a = bk_alloc(bk, sizeof out->adv);
     bk_upload(bk, d_r, f->rewards, sizeof f->rewards);
-    kn_group_advantages(bk, d_a, NULL, NULL, d_r, P, G, oc);
+    kn_group_advantages(bk, d_a, NULL, NULL, d_r, NULL, NULL, P, G, oc);
     bk_download(bk, out->adv, d_a, sizeof out->adv);
     bk_free(bk, d_r);
     bk_free(bk, d_a);

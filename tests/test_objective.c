@@ -29,7 +29,7 @@ static void test_example_groups_ddof0(void **state) {
     // ddof 0: (1,1,0,0) -> +-1; (1,1,1,0) -> 0.58 x3, -1.73
     ObjectiveConfig o = preset("grpo", 0);
     float r[8] = {1, 1, 0, 0, 1, 1, 1, 0}, a[8];
-    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
+    kn_group_advantages(cpu, a, NULL, NULL, r, NULL, NULL, 2, 4, &o);
     float want[8] = {1, 1, -1, -1, 1 / sqrtf(3), 1 / sqrtf(3), 1 / sqrtf(3), -sqrtf(3)};
     for (int i = 0; i < 8; i++) assert_near(a[i], want[i], 1e-6);
     printf("  ddof=0: (1,1,0,0) -> %.2f %.2f %.2f %.2f; (1,1,1,0) -> %.2f %.2f %.2f %.2f\n", a[0],
@@ -39,7 +39,7 @@ static void test_example_groups_ddof0(void **state) {
 static void test_example_groups_ddof1(void **state) {
     ObjectiveConfig o = preset("grpo", 1);
     float r[8] = {1, 1, 0, 0, 1, 1, 1, 0}, a[8], mean[2], std[2];
-    kn_group_advantages(cpu, a, mean, std, r, 2, 4, &o);
+    kn_group_advantages(cpu, a, mean, std, r, NULL, NULL, 2, 4, &o);
     // std of (1,1,0,0) with ddof 1 = sqrt(1/3); of (1,1,1,0) = 1/2
     float s1 = sqrtf(1.0f / 3.0f);
     float want[8] = {0.5f / s1, 0.5f / s1, -0.5f / s1, -0.5f / s1, 0.5f, 0.5f, 0.5f, -1.5f};
@@ -54,13 +54,13 @@ static void test_example_groups_ddof1(void **state) {
 static void test_dr_grpo_and_rloo(void **state) {
     float r[6] = {1, 0, 0, 1, 1, 1}, a[6];
     ObjectiveConfig o = preset("dr_grpo", 1);
-    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 3, &o);  // no std: r - mean
+    kn_group_advantages(cpu, a, NULL, NULL, r, NULL, NULL, 2, 3, &o);  // no std: r - mean
     float m0 = 1.0f / 3.0f;
     float want_dr[6] = {1 - m0, -m0, -m0, 0, 0, 0};  // second group all equal -> 0
     for (int i = 0; i < 6; i++) assert_near(a[i], want_dr[i], 1e-6);
     o = preset("rloo", 1);
     float r2[8] = {1, 0, 1, 1, 0, 0, 1, 0}, a2[8];
-    kn_group_advantages(cpu, a2, NULL, NULL, r2, 2, 4, &o);
+    kn_group_advantages(cpu, a2, NULL, NULL, r2, NULL, NULL, 2, 4, &o);
     for (int g = 0; g < 2; g++) {
         double mean = 0;
         for (int i = 0; i < 4; i++) mean += r2[g * 4 + i] / 4.0;
@@ -80,7 +80,7 @@ static void test_all_equal_groups(void **state) {
     for (int k = 0; k < 4; k++) {
         for (int ddof = 0; ddof <= 1; ddof++) {
             ObjectiveConfig o = preset(names[k], ddof);
-            kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
+            kn_group_advantages(cpu, a, NULL, NULL, r, NULL, NULL, 2, 4, &o);
             for (int i = 0; i < 8; i++) {
                 assert_false(isnan(a[i]));
                 assert_true(a[i] == 0.0f);
@@ -89,7 +89,7 @@ static void test_all_equal_groups(void **state) {
     }
     ObjectiveConfig o = preset("grpo", 1);
     o.scale = SCALE_BATCH_STD;  // batch std of an all-equal batch is 0: still no NaN
-    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
+    kn_group_advantages(cpu, a, NULL, NULL, r, NULL, NULL, 2, 4, &o);
     for (int i = 0; i < 8; i++) assert_true(a[i] == 0.0f);
 }
 
@@ -97,7 +97,7 @@ static void test_batch_std(void **state) {
     ObjectiveConfig o = preset("grpo", 0);
     o.scale = SCALE_BATCH_STD;
     float r[8] = {1, 0, 0, 0, 1, 1, 1, 0}, a[8];
-    kn_group_advantages(cpu, a, NULL, NULL, r, 2, 4, &o);
+    kn_group_advantages(cpu, a, NULL, NULL, r, NULL, NULL, 2, 4, &o);
     double bs = reward_std(r, 8, 0);  // mean 0.5 -> std 0.5
     assert_near(bs, 0.5, 1e-9);
     assert_near(a[0], (1 - 0.25) / 0.5, 1e-6);
@@ -195,19 +195,46 @@ static void test_config_knobs(void **state) {
 }
 
 // Every knob of preset p as resolved from a config that sets nothing but the preset
-// (docs/config.md's table; l_max 0 in a preset is the sampler's budget, 160 here).
-static const char *const PRESET_NAMES[] = {"grpo", "dr_grpo", "dapo", "rloo"};
-enum { N_PRESETS = sizeof PRESET_NAMES / sizeof PRESET_NAMES[0] };
+// (docs/objectives.md's table written out again; l_max 0 in a preset is the sampler's budget,
+// 160 here).
+typedef struct {
+    const char *name;
+    Baseline baseline;
+    Scale scale;
+    Aggregation agg;
+    float eps_low, eps_high;
+    RatioLevel ratio;
+    ClipStyle clip;
+    TokenMeanScope scope;
+} WantPreset;
+static const WantPreset WANT[] = {
+    {"grpo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_SEQ_MEAN_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"dr_grpo", BASELINE_GROUP_MEAN, SCALE_NONE, AGG_SEQ_MEAN_TOKEN_SUM_NORM, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"dapo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_TOKEN_MEAN, 0.2f, 0.28f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"rloo", BASELINE_LEAVE_ONE_OUT, SCALE_NONE, AGG_SEQ_MEAN_TOKEN_SUM, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"bnpo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_MICRO_BATCH},
+    {"lite_ppo", BASELINE_GROUP_MEAN, SCALE_BATCH_STD, AGG_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"gspo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_SEQ_MEAN_TOKEN_MEAN, 3e-4f, 4e-4f, RATIO_SEQUENCE, CLIP_PPO, SCOPE_GLOBAL},
+    {"gmpo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_SEQ_MEAN_TOKEN_MEAN, 0.4f, 0.4f, RATIO_GEO_MEAN, CLIP_PPO, SCOPE_GLOBAL},
+    {"cispo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_TOKEN_MEAN, 1.0f, 4.0f, RATIO_TOKEN, CLIP_CISPO, SCOPE_GLOBAL},
+    {"sapo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_SEQ_MEAN_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_SAPO, SCOPE_GLOBAL},
+    {"reinforce_pp_baseline", BASELINE_GROUP_MEAN, SCALE_BATCH_WHITEN, AGG_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"remax", BASELINE_GREEDY, SCALE_NONE, AGG_SEQ_MEAN_TOKEN_SUM, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"opo", BASELINE_LENGTH_WEIGHTED, SCALE_NONE, AGG_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+    {"gpg", BASELINE_GROUP_MEAN, SCALE_NONE, AGG_TOKEN_MEAN, 0.2f, 0.2f, RATIO_NONE, CLIP_NONE, SCOPE_GLOBAL},
+    {"grpo_passk", BASELINE_MAX_LOO, SCALE_GROUP_STD, AGG_SEQ_MEAN_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL},
+};
+enum { N_PRESETS = sizeof WANT / sizeof WANT[0] };
 
 static ObjectiveConfig want_preset(int p) {
-    // every preset: ddof 1, std eps 1e-6, l_max the budget, PPO clip 0.2, no KL, no dynamic sampling
-    ObjectiveConfig w = {.std_ddof = 1, .std_eps = 1e-6f, .l_max = 160, .eps_low = 0.2f, .eps_high = 0.2f};
-    snprintf(w.preset, sizeof w.preset, "%s", PRESET_NAMES[p]);
-    w.baseline = p == 3 ? BASELINE_LEAVE_ONE_OUT : BASELINE_GROUP_MEAN;  // rloo: leave-one-out
-    w.scale = p == 0 || p == 2 ? SCALE_GROUP_STD : SCALE_NONE;          // grpo, dapo: group std
-    w.aggregation = p == 0 ? AGG_SEQ_MEAN_TOKEN_MEAN : p == 1 ? AGG_SEQ_MEAN_TOKEN_SUM_NORM
-                    : p == 2 ? AGG_TOKEN_MEAN : AGG_SEQ_MEAN_TOKEN_SUM;
-    if (p == 2) w.eps_high = 0.28f;  // dapo's clip-higher
+    // every preset: ddof 1, std eps 1e-6, l_max the budget, no KL, no dynamic sampling, SAPO's
+    // temperatures 1 / 1.05
+    const WantPreset *q = &WANT[p];
+    ObjectiveConfig w = {.baseline = q->baseline, .scale = q->scale, .std_ddof = 1, .std_eps = 1e-6f,
+                         .aggregation = q->agg, .l_max = 160, .eps_low = q->eps_low,
+                         .eps_high = q->eps_high, .ratio = q->ratio, .clip = q->clip,
+                         .tau_pos = 1.0f, .tau_neg = 1.05f, .scope = q->scope};
+    snprintf(w.preset, sizeof w.preset, "%s", q->name);
     return w;
 }
 
@@ -223,6 +250,11 @@ static void assert_objective_equal(const ObjectiveConfig *a, const ObjectiveConf
     assert_true(a->eps_high == b->eps_high);
     assert_true(a->beta == b->beta);
     assert_int_equal(a->dynamic_sampling, b->dynamic_sampling);
+    assert_int_equal(a->ratio, b->ratio);
+    assert_int_equal(a->clip, b->clip);
+    assert_true(a->tau_pos == b->tau_pos);
+    assert_true(a->tau_neg == b->tau_neg);
+    assert_int_equal(a->scope, b->scope);
 }
 
 // A config of preset NAME plus the assignments set[0..n), resolved (budget 160).
@@ -243,9 +275,9 @@ static ObjectiveConfig resolve(const char *name, const char *const *set, int n) 
 // every name the schema admits for objective.preset is a preset.
 static void test_presets_resolved(void **state) {
     for (int p = 0; p < N_PRESETS; p++) {
-        ObjectiveConfig o = resolve(PRESET_NAMES[p], NULL, 0), direct, want = want_preset(p);
+        ObjectiveConfig o = resolve(WANT[p].name, NULL, 0), direct, want = want_preset(p);
         assert_objective_equal(&o, &want);
-        assert_int_equal(objective_preset(PRESET_NAMES[p], 160, &direct), 0);
+        assert_int_equal(objective_preset(WANT[p].name, 160, &direct), 0);
         assert_objective_equal(&direct, &want);
     }
     for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
@@ -274,11 +306,12 @@ static void test_set_key_overrides_only_when_set(void **state) {
         "objective.baseline=leave_one_out", "objective.scale=batch_std", "objective.std_ddof=0",
         "objective.std_eps=0.001", "objective.aggregation=token_mean", "objective.l_max=64",
         "objective.eps_low=0.1", "objective.eps_high=0.2", "objective.beta=0.04",
-        "objective.dynamic_sampling=true"};
+        "objective.dynamic_sampling=true", "objective.ratio=sequence", "objective.clip=none",
+        "objective.tau_pos=2", "objective.tau_neg=3", "objective.token_mean_scope=micro_batch"};
     enum { N_SET = sizeof SET / sizeof SET[0] };
     for (int p = 0; p < N_PRESETS; p++) {
         for (int j = 0; j < N_SET; j++) {
-            ObjectiveConfig o = resolve(PRESET_NAMES[p], &SET[j], 1), want = want_preset(p);
+            ObjectiveConfig o = resolve(WANT[p].name, &SET[j], 1), want = want_preset(p);
             switch (j) {
                 case 0: want.baseline = BASELINE_LEAVE_ONE_OUT; break;
                 case 1: want.scale = SCALE_BATCH_STD; break;
@@ -289,13 +322,20 @@ static void test_set_key_overrides_only_when_set(void **state) {
                 case 6: want.eps_low = 0.1f; break;
                 case 7: want.eps_high = 0.2f; break;
                 case 8: want.beta = 0.04f; break;
-                default: want.dynamic_sampling = 1; break;
+                case 9: want.dynamic_sampling = 1; break;
+                case 10: want.ratio = RATIO_SEQUENCE; break;
+                case 11: want.clip = CLIP_NONE; break;
+                case 12: want.tau_pos = 2.0f; break;
+                case 13: want.tau_neg = 3.0f; break;
+                default: want.scope = SCOPE_MICRO_BATCH; break;
             }
             assert_objective_equal(&o, &want);
         }
         static const char *const KEEP[] = {"objective.baseline=preset", "objective.scale=preset",
-                                           "objective.aggregation=preset", "objective.l_max=0"};
-        ObjectiveConfig o = resolve(PRESET_NAMES[p], KEEP, 4), want = want_preset(p);
+                                           "objective.aggregation=preset", "objective.l_max=0",
+                                           "objective.ratio=preset", "objective.clip=preset",
+                                           "objective.token_mean_scope=preset"};
+        ObjectiveConfig o = resolve(WANT[p].name, KEEP, 7), want = want_preset(p);
         assert_objective_equal(&o, &want);
     }
     ObjectiveConfig all = resolve("dapo", SET, N_SET);
@@ -327,7 +367,7 @@ static void test_op_group_advantages(void **state) {
     poison(a, 12);
     poison(mean, 3);
     poison(std, 3);
-    kn_group_advantages(cpu, a, mean, std, r, 3, 4, &o);
+    kn_group_advantages(cpu, a, mean, std, r, NULL, NULL, 3, 4, &o);
     float want[12] = {1, 1, -1, -1, 1 / sqrtf(3), 1 / sqrtf(3), 1 / sqrtf(3), -sqrtf(3), 0, 0, 0, 0};
     for (int i = 0; i < 12; i++) assert_near(a[i], want[i], 1e-6);
     float want_mean[3] = {0.5f, 0.75f, 1.0f}, want_std[3] = {0.5f, sqrtf(3.0f) / 4, 0.0f};
@@ -340,7 +380,7 @@ static void test_op_group_advantages(void **state) {
     for (int k = 0; k < 2; k++) {
         o = preset(names[k], 1);
         poison(a, 12);
-        kn_group_advantages(cpu, a, NULL, NULL, r, 3, 4, &o);
+        kn_group_advantages(cpu, a, NULL, NULL, r, NULL, NULL, 3, 4, &o);
         for (int g = 0; g < 3; g++) {
             double m = (r[g * 4] + r[g * 4 + 1] + r[g * 4 + 2] + r[g * 4 + 3]) / 4.0;
             for (int i = 0; i < 4; i++) {

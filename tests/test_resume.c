@@ -90,7 +90,7 @@ static void set_column_rows(const char *path, const char *dataset, hsize_t n) {
 // Cuts every table of a train log to its rows of the steps before keep_below: the log of a
 // run killed after logging those steps.
 static void cut_log(const char *path, int64_t keep_below) {
-    for (int t = 0; t < LOG_KIND_TRAIN.n_tables; t++) {
+    for (int t = 0; t < LOG_KIND_TRAIN.n_always; t++) {
         const TableSpec *ts = LOG_KIND_TRAIN.tables[t];
         char ds[160];
         snprintf(ds, sizeof ds, "%s/step", ts->name);

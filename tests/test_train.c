@@ -316,7 +316,7 @@ static void dr_grpo_gradient_check(int with_env) {
     }
     ObjectiveConfig oc;
     assert_int_equal(objective_preset("dr_grpo", BUDGET, &oc), 0);
-    kn_group_advantages(bk, adv, NULL, NULL, rewards, P_TEST, G_TEST, &oc);
+    kn_group_advantages(bk, adv, NULL, NULL, rewards, NULL, NULL, P_TEST, G_TEST, &oc);
     int nonzero = 0;
     for (int i = 0; i < N; i++) nonzero += adv[i] != 0;
     assert_true(nonzero > 0);
@@ -630,6 +630,113 @@ static void test_token_weight_mask(void **state) {
     backend_destroy(bk);
 }
 
+// diagnostics.compare: the training is the same as without it (every column of /train but
+// the wall times, /responses, /tokens); /compare has a row per step and compared objective,
+// and the trained objective's row repeats /train/bias_cosine (same gradient on the same
+// minibatch); `grpolab plot objectives` draws it; an unknown preset is an error.
+static void test_compare_diagnostics(void **state) {
+    const char *extra_on[] = {"train.steps=3", "train.micro_batch=3",
+                              "diagnostics.compare=dr_grpo,grpo,dapo,gspo,gmpo,cispo,remax"};
+    const char *extra_off[] = {"train.steps=3", "train.micro_batch=3"};
+    Config *on = base_config(extra_on, 3), *off = base_config(extra_off, 2);
+    char a[160], b[160], err[512];
+    snprintf(a, sizeof a, "%s/compare_on.h5", dir);
+    snprintf(b, sizeof b, "%s/compare_off.h5", dir);
+    run_ok(on, a, 0);
+    run_ok(off, b, 0);
+    assert_same_table(a, b, "train", TRAIN_DET, sizeof TRAIN_DET / sizeof *TRAIN_DET);
+    assert_same_table(a, b, "responses", RESPONSE_COLS, sizeof RESPONSE_COLS / sizeof *RESPONSE_COLS);
+    assert_same_table(a, b, "tokens", TOKEN_COLS, sizeof TOKEN_COLS / sizeof *TOKEN_COLS);
+    int64_t n, nb, nt;
+    double *step = col(a, "compare/step", &n), *obj = col(a, "compare/objective", &n);
+    double *cs = col(a, "compare/bias_cosine", &n), *gn = col(a, "compare/grad_norm", &n);
+    double *tc = col(a, "train/bias_cosine", &nt), *bins = col(a, "compare_bins/bin", &nb);
+    assert_int_equal(n, 3 * 7);
+    assert_int_equal(nb, 3 * 7 * 8);
+    int with_value = 0;
+    for (int64_t r = 0; r < n; r++) {
+        assert_int_equal((int)step[r], (int)(r / 7));
+        assert_int_equal((int)obj[r], (int)(r % 7));
+        if ((int)obj[r] == 1) {  // grpo, the trained objective
+            double x = cs[r], y = tc[(int)step[r]];
+            assert_true((isnan(x) && isnan(y)) || fabs(x - y) <= 1e-6);
+        }
+        with_value += isfinite(cs[r]) && gn[r] > 0;
+    }
+    assert_true(with_value >= 6);
+    RunLogReader *rd = runlog_reader_open(a, err, sizeof err);
+    if (!rd) fail_msg("%s", err);
+    char *names = runlog_read_attr_str(rd, "diagnostics.compare", err, sizeof err);
+    assert_non_null(names);
+    assert_string_equal(names, "dr_grpo,grpo,dapo,gspo,gmpo,cispo,remax");
+    free(names);
+    runlog_reader_close(rd);
+    rd = runlog_reader_open(b, err, sizeof err);
+    assert_false(runlog_reader_has(rd, "compare/step"));
+    runlog_reader_close(rd);
+    char args[512], out[4096], dat[256];
+    snprintf(args, sizeof args, "plot objectives %s -o %s/objectives --format png", a, dir);
+    if (tu_run_cli(args, out, sizeof out) != 0) fail_msg("%s: %s", args, out);
+    snprintf(dat, sizeof dat, "%s/objectives_data/compare_gspo.dat", dir);
+    FILE *f = fopen(dat, "r");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(args, sizeof args, "plot objectives %s -o %s/none --format png", b, dir);
+    assert_int_equal(tu_run_cli(args, out, sizeof out), 1);  // no /compare: an error, no empty figure
+    assert_non_null(strstr(out, "diagnostics.compare"));
+    free(step), free(obj), free(cs), free(gn), free(tc), free(bins);
+    config_free(on);
+    config_free(off);
+    // an unknown preset names the key and the value
+    const char *bad[] = {"diagnostics.compare=grpo,ppo"};
+    Config *c = base_config(bad, 1);
+    TrainStats st;
+    assert_int_equal(train_run(c, NULL, a, 0, &st), 2);
+    config_free(c);
+}
+
+// Every objective preset trains end to end: two steps of each (micro-batches of 2, so that
+// bnpo's micro-batch scope and the sequence-level ratios run through the split passes; remax
+// makes its greedy rollout), with finite losses and gradient norms and the preset's knobs in
+// the run log's attributes.
+static void test_every_preset_trains(void **state) {
+    for (int k = 0; k < objective_preset_count(); k++) {
+        ObjectiveConfig o;
+        const ObjectiveInfo *info = objective_preset_info(k, &o);
+        char set[64], out[160], err[512];
+        snprintf(set, sizeof set, "objective.preset=%s", info->name);
+        const char *extra[] = {set, "train.steps=2", "train.micro_batch=2", "train.checkpoint_every=0"};
+        Config *c = base_config(extra, 4);
+        snprintf(out, sizeof out, "%s/preset_%s.h5", dir, info->name);
+        run_ok(c, out, 0);
+        int64_t n;
+        double *loss = col(out, "train/loss", &n), *gn = col(out, "train/grad_norm", &n);
+        assert_int_equal(n, 2);
+        double gsum = 0;
+        for (int i = 0; i < n; i++) {
+            assert_true(isfinite(loss[i]) && isfinite(gn[i]));
+            gsum += gn[i];
+        }
+        RunLogReader *rd = runlog_reader_open(out, err, sizeof err);
+        if (!rd) fail_msg("%s", err);
+        char *ratio = runlog_read_attr_str(rd, "objective.ratio", err, sizeof err);
+        char *clip = runlog_read_attr_str(rd, "objective.clip", err, sizeof err);
+        assert_non_null(ratio);
+        assert_non_null(clip);
+        assert_string_equal(ratio, ratio_name(o.ratio));
+        assert_string_equal(clip, clip_name(o.clip));
+        runlog_reader_close(rd);
+        printf("  %-22s loss %.4g %.4g, grad norm %.3g %.3g (ratio %s, clip %s)\n", info->name,
+               loss[0], loss[1], gn[0], gn[1], ratio, clip);
+        assert_true(gsum > 0);
+        free(ratio);
+        free(clip);
+        free(loss);
+        free(gn);
+        config_free(c);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_token_weight_mask),
@@ -643,6 +750,8 @@ int main(void) {
         cmocka_unit_test(test_resume_refuses_other_config),
         cmocka_unit_test(test_compare_detects_other_init),
         cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_every_preset_trains),
+        cmocka_unit_test(test_compare_diagnostics),
     };
     return cmocka_run_group_tests_name("train", tests, setup, teardown);
 }

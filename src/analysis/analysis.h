@@ -5,6 +5,8 @@
 //                         mean length of correct / incorrect responses over training
 //   plot_difficulty_bias  each question's weight in the update against its accuracy p, with
 //                         the closed forms
+//   plot_objectives       the objectives of diagnostics.compare on the same rollouts: bias
+//                         cosine, gradient norm, sum |w| and |w|-weighted length per class
 //   summary_print         the table of final figures, slopes with CIs, and the finding checks
 //                         (computed apart from their printing by finding_verdict, verdict.h)
 // Several runs of one objective (its seeds) are drawn as their mean with a 95% CI band.
@@ -28,6 +30,12 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
 // These two read the per-response data (run_load_responses) themselves.
 int plot_length_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 int plot_difficulty_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+
+// The statistics of diagnostics.compare (/compare) against the step, one line per compared
+// objective (plot_compare.c).
+int plot_objectives(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+// The summary's table of each run's /compare (nothing for a run without one).
+void summary_print_compare(FILE *f, Run *const *runs, int n, int markdown);
 
 // Prints the summary (plain text or markdown). Returns 0.
 int summary_print(FILE *f, Run *const *runs, int n, int markdown);

@@ -26,9 +26,12 @@ static const CliSpec plot_spec = {
     "                   per objective, and the mean correct / incorrect length over training\n"
     "  difficulty-bias  each question's mean |advantage| and sum of token |weights| against its\n"
     "                   accuracy p, with the closed forms and the example groups (1,1,0,0), (1,1,1,0)\n"
+    "  objectives       the objectives of diagnostics.compare on the same rollouts: cosine with the\n"
+    "                   unbiased gradient, gradient norm, sum |w| and |w|-weighted length of correct /\n"
+    "                   incorrect responses, one line per objective against the step\n"
     "Runs still being written are read up to their last step (and said so on the figure).\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "fig5|length-bias|difficulty-bias RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
+    "fig5|length-bias|difficulty-bias|objectives RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
     plot_opts, 3, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
@@ -155,7 +158,7 @@ int cmd_plot(int argc, char **argv) {
     int rc = parse_with_o(&plot_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
     if (a.n_positional < 2) {
-        fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias)"
+        fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives)"
                                                                            : "no run log given (RUN.h5...)");
         cli_print_usage(&plot_spec, stderr);
         return 2;
@@ -166,8 +169,10 @@ int cmd_plot(int argc, char **argv) {
     if (strcmp(fig, "fig5") == 0) draw = plot_fig5, def_out = "plots/fig5";
     else if (strcmp(fig, "length-bias") == 0) draw = plot_length_bias, def_out = "plots/length_bias";
     else if (strcmp(fig, "difficulty-bias") == 0) draw = plot_difficulty_bias, def_out = "plots/difficulty_bias";
+    else if (strcmp(fig, "objectives") == 0) draw = plot_objectives, def_out = "plots/objectives";
     else {
-        fprintf(stderr, "grpolab plot: error: unknown figure '%s' (allowed: fig5, length-bias, difficulty-bias)\n", fig);
+        fprintf(stderr, "grpolab plot: error: unknown figure '%s' (allowed: fig5, length-bias, difficulty-bias, "
+                "objectives)\n", fig);
         return 2;
     }
     PlotOptions o = {.out = cli_get(&plot_spec, &a, "out"), .formats = FMT_ALL, .smooth = 0};

@@ -260,5 +260,6 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
     free(st);
     Verdict v;
     if (finding_verdict(runs, n, &v)) verdict_print(f, &v, md);
+    summary_print_compare(f, runs, n, md);
     return 0;
 }

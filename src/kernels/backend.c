@@ -6,6 +6,7 @@
 #include "../common.h"
 #include "cpu_ops.h"
 #include "kernels.h"
+#include "objective.h"
 #ifdef GRPOLAB_CUDA
 #include "cuda_ops.h"
 #endif
@@ -201,8 +202,13 @@ void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B,
     DISPATCH(sample, tokens, logp, logits, B, V, temperature, top_p, seed, counters);
 }
 void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
-                         const float *rewards, int P, int G, const struct ObjectiveConfig *oc) {
-    DISPATCH(group_advantages, adv, group_mean, group_std, rewards, P, G, oc);
+                         const float *rewards, const int *lengths, const float *greedy, int P,
+                         int G, const struct ObjectiveConfig *oc) {
+    if (oc->baseline == BASELINE_LENGTH_WEIGHTED && !lengths)
+        die("kn_group_advantages: the length_weighted baseline needs the responses' lengths");
+    if (oc->baseline == BASELINE_GREEDY && !greedy)
+        die("kn_group_advantages: the greedy baseline needs the greedy responses' rewards");
+    DISPATCH(group_advantages, adv, group_mean, group_std, rewards, lengths, greedy, P, G, oc);
 }
 void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                       int *clip_high, const float *logp, const float *logp_old,

@@ -696,14 +696,20 @@ void cpu_sample(Backend *b, int *tokens, float *logp, const float *logits, int B
 // ---- RL objective: the formulas are objective.h's OBJ_HD functions (CUDA calls the same)
 
 void cpu_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
-                          const float *rewards, int P, int G, const struct ObjectiveConfig *oc) {
-    double batch_std = oc->scale == SCALE_BATCH_STD ? reward_std(rewards, P * G, oc->std_ddof) : 0;
+                          const float *rewards, const int *lengths, const float *greedy, int P,
+                          int G, const struct ObjectiveConfig *oc) {
+    double batch_mean = 0, batch_std = 0;
+    if (oc->scale == SCALE_BATCH_STD) batch_std = reward_std(rewards, P * G, oc->std_ddof);
+    if (oc->scale == SCALE_BATCH_WHITEN)
+        batch_centered_stats(oc, rewards, lengths, greedy, P, G, &batch_mean, &batch_std);
     for (int g = 0; g < P; g++)
-        group_advantages(oc, rewards + (size_t)g * G, G, batch_std, adv + (size_t)g * G,
+        group_advantages(oc, rewards + (size_t)g * G, lengths ? lengths + (size_t)g * G : NULL, G,
+                         greedy ? greedy[g] : 0.0f, batch_mean, batch_std, adv + (size_t)g * G,
                          group_mean ? group_mean + g : NULL, group_std ? group_std + g : NULL);
 }
 
-// One serial pass in response order (n*T is small next to the forward that produced logp).
+// One serial pass in response order (n*T is small next to the forward that produced logp);
+// with a sequence-level ratio, a first pass over each response for its mean log-ratio.
 void cpu_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                        int *clip_high, const float *logp, const float *logp_old,
                        const float *logp_ref, const unsigned char *mask, const float *adv,
@@ -716,18 +722,29 @@ void cpu_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef
     for (int k = 0; k < n; k++) {
         float A = adv[k];
         float c = aggregation_coef(oc->aggregation, M, len[k], sum_len, oc->l_max);
+        float seq_lr = 0.0f;
+        if (ratio_is_sequence_level(oc)) {  // mean over the response's policy tokens
+            double sum = 0;
+            int count = 0;
+            for (int t = 0; t < len[k]; t++) {
+                size_t p = (size_t)k * T + (size_t)(start[k] + t);
+                if (mask && mask[p]) continue;
+                sum += sequence_log_ratio_term(oc, A, logp[p], logp_old[p]);
+                count++;
+            }
+            seq_lr = count ? (float)(sum / count) : 0.0f;
+        }
         int lo = 0, hi = 0;
         for (int t = 0; t < len[k]; t++) {
             size_t p = (size_t)k * T + (size_t)(start[k] + t);
             if (mask && mask[p]) continue;  // the environment's token: w, loss, kl stay 0
-            float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp;
-            w[p] = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
-            if (loss) loss[p] = ppo_token_loss(A, lp, lp_old, lp_ref, oc->eps_low, oc->eps_high, oc->beta);
+            float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp, l;
+            w[p] = objective_token_weight(oc, c, A, lp, lp_old, lp_ref, seq_lr, &l);
+            if (loss) loss[p] = l;
             if (kl) kl[p] = kl_k3(lp, lp_ref);
-            if (ppo_clipped(A, expf(lp - lp_old), oc->eps_low, oc->eps_high)) {
-                if (A < 0) lo++;
-                else hi++;
-            }
+            int side = token_clip_side(oc, A, lp, lp_old, seq_lr);
+            lo += side < 0;
+            hi += side > 0;
         }
         if (coef) coef[k] = c;
         if (clip_low) clip_low[k] = lo;

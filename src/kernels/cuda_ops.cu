@@ -1167,31 +1167,41 @@ extern "C" void cuda_sample(Backend *b, int *tokens, float *logp, const float *l
 // The formulas are objective.h's OBJ_HD functions, the very ones the CPU reference calls;
 // the kernels only spread them over threads. The knobs travel by value.
 
-// One block: thread 0 computes the batch std (only SCALE_BATCH_STD reads it), then one
-// thread per group runs group_advantages over its G rewards.
+// One block: thread 0 computes the batch statistics (only the batch scales read them), then
+// one thread per group runs group_advantages over its G rewards.
 #define ADV_THREADS 256
 __global__ void group_advantages_kernel(float *adv, float *group_mean, float *group_std,
-                                        const float *rewards, int P, int G, ObjectiveConfig oc) {
-    __shared__ double batch_std;
-    if (threadIdx.x == 0)
+                                        const float *rewards, const int *lengths,
+                                        const float *greedy, int P, int G, ObjectiveConfig oc) {
+    __shared__ double batch_mean, batch_std;
+    if (threadIdx.x == 0) {
+        batch_mean = 0.0;
         batch_std = oc.scale == SCALE_BATCH_STD ? reward_std(rewards, P * G, oc.std_ddof) : 0.0;
+        if (oc.scale == SCALE_BATCH_WHITEN)
+            batch_centered_stats(&oc, rewards, lengths, greedy, P, G, &batch_mean, &batch_std);
+    }
     __syncthreads();
     for (int g = threadIdx.x; g < P; g += blockDim.x)
-        group_advantages(&oc, rewards + (size_t)g * G, G, batch_std, adv + (size_t)g * G,
+        group_advantages(&oc, rewards + (size_t)g * G, lengths ? lengths + (size_t)g * G : NULL, G,
+                         greedy ? greedy[g] : 0.0f, batch_mean, batch_std, adv + (size_t)g * G,
                          group_mean ? group_mean + g : NULL, group_std ? group_std + g : NULL);
 }
 
 extern "C" void cuda_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
-                                      const float *rewards, int P, int G,
+                                      const float *rewards, const int *lengths,
+                                      const float *greedy, int P, int G,
                                       const struct ObjectiveConfig *oc) {
     (void)b;
     if (P <= 0 || G <= 0) return;
-    group_advantages_kernel<<<1, ADV_THREADS>>>(adv, group_mean, group_std, rewards, P, G, *oc);
+    group_advantages_kernel<<<1, ADV_THREADS>>>(adv, group_mean, group_std, rewards, lengths,
+                                                greedy, P, G, *oc);
     LAUNCH_CHECK("group_advantages_kernel");
 }
 
 // One block per response k, threads over its row of T positions (masked tokens: all 0, not
 // counted); the clip counts are per-thread integers added by thread 0 in thread order (exact).
+// A sequence-level ratio first sums each thread's sequence_log_ratio_term in double; thread 0
+// adds the partial sums in thread order.
 #define TW_THREADS 128
 __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *coef,
                                      int *clip_low, int *clip_high, const float *logp,
@@ -1200,28 +1210,53 @@ __global__ void token_weights_kernel(float *w, float *loss, float *kl, float *co
                                      const int *start, const int *len, int T, int M,
                                      double sum_len, ObjectiveConfig oc) {
     __shared__ int lo_part[TW_THREADS], hi_part[TW_THREADS];
+    __shared__ double lr_part[TW_THREADS];
+    __shared__ float seq_lr;
     int k = blockIdx.x;
     float A = adv[k];
     float c = aggregation_coef(oc.aggregation, M, len[k], sum_len, oc.l_max);
     int s0 = start[k], lk = len[k], lo = 0, hi = 0;
+    if (ratio_is_sequence_level(&oc)) {
+        double part = 0.0;
+        int count = 0;
+        for (int rt = threadIdx.x; rt < lk; rt += blockDim.x) {
+            size_t p = (size_t)k * T + s0 + rt;
+            if (mask && mask[p]) continue;
+            part += sequence_log_ratio_term(&oc, A, logp[p], logp_old[p]);
+            count++;
+        }
+        lr_part[threadIdx.x] = part;
+        lo_part[threadIdx.x] = count;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double sum = 0.0;
+            int n_pol = 0;
+            for (int i = 0; i < blockDim.x; i++) {
+                sum += lr_part[i];
+                n_pol += lo_part[i];
+            }
+            seq_lr = n_pol ? (float)(sum / n_pol) : 0.0f;
+        }
+        __syncthreads();
+    }
+    float slr = ratio_is_sequence_level(&oc) ? seq_lr : 0.0f;
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
         size_t p = (size_t)k * T + t;
         int rt = t - s0;
         float wt = 0.0f, lt = 0.0f, kt = 0.0f;
         if (rt >= 0 && rt < lk && !(mask && mask[p])) {
             float lp = logp[p], lp_old = logp_old[p], lp_ref = logp_ref ? logp_ref[p] : lp;
-            wt = ppo_token_weight(c, A, lp, lp_old, lp_ref, oc.eps_low, oc.eps_high, oc.beta);
-            if (loss) lt = ppo_token_loss(A, lp, lp_old, lp_ref, oc.eps_low, oc.eps_high, oc.beta);
+            wt = objective_token_weight(&oc, c, A, lp, lp_old, lp_ref, slr, &lt);
             if (kl) kt = kl_k3(lp, lp_ref);
-            if (ppo_clipped(A, expf(lp - lp_old), oc.eps_low, oc.eps_high)) {
-                if (A < 0) lo++;
-                else hi++;
-            }
+            int side = token_clip_side(&oc, A, lp, lp_old, slr);
+            lo += side < 0;
+            hi += side > 0;
         }
         w[p] = wt;
         if (loss) loss[p] = lt;
         if (kl) kl[p] = kt;
     }
+    __syncthreads();  // the sequence pass's counts in lo_part are read before this overwrite
     lo_part[threadIdx.x] = lo;
     hi_part[threadIdx.x] = hi;
     __syncthreads();

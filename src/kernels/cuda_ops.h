@@ -59,7 +59,7 @@ void cuda_logprob_backward(Backend *b, float *dx, float *dW, const float *dlogp,
 void cuda_sample(Backend *b, int *tokens, float *logp, const float *logits, int B, int V,
                 float temperature, float top_p, uint64_t seed, const uint64_t *counters);
 void cuda_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
-                           const float *rewards, int P, int G,
+                           const float *rewards, const int *lengths, const float *greedy, int P, int G,
                            const struct ObjectiveConfig *oc);
 void cuda_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,
                         int *clip_high, const float *logp, const float *logp_old,

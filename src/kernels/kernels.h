@@ -156,26 +156,35 @@ void kn_sample(Backend *b, int *tokens, float *logp, const float *logits, int B,
 // functions, called by both backends; the knobs come in oc, a host pointer).
 struct ObjectiveConfig;
 // Group advantages: rewards (P*G), group g = responses g*G .. g*G+G-1 -> adv (P*G)
-// A_i = (r_i - b_i) / s_i (group_advantages of objective.h; batch_std over all P*G);
-// group_mean (P), group_std (P) the groups' reward statistics (NULL: not written).
+// A_i = (r_i - b_i) / s_i (group_advantages of objective.h; batch statistics over all P*G);
+// lengths (P*G): the responses' lengths, needed by the length_weighted baseline (else may be
+// NULL); greedy (P): the reward of each prompt's greedy response, needed by the greedy
+// baseline (else may be NULL); group_mean (P), group_std (P) the groups' reward statistics
+// (NULL: not written).
 void kn_group_advantages(Backend *b, float *adv, float *group_mean, float *group_std,
-                         const float *rewards, int P, int G, const struct ObjectiveConfig *oc);
-// PPO-clip token weights of n responses in the trainer's (n,T) layout: the tokens of response
+                         const float *rewards, const int *lengths, const float *greedy, int P,
+                         int G, const struct ObjectiveConfig *oc);
+// Token weights of n responses in the trainer's (n,T) layout: the tokens of response
 // k are row k, positions start[k] .. start[k]+len[k]-1 (the logp of a response token sits at
 // its input position). The n rows are all or part (a micro-batch) of a minibatch of M
 // responses whose lengths sum to sum_len: the aggregation's normalizers (for a whole
-// minibatch M = n and sum_len = sum_k len[k]).
+// minibatch M = n and sum_len = sum_k len[k]; token_mean divides by sum_len, which the caller
+// chooses by the objective's scope: the whole step's tokens, or a micro-batch's times the
+// number of micro-batches).
 // logp, logp_old (n,T); logp_ref (n,T) or NULL (then pi_ref = pi_theta: no KL);
 // mask (n,T) or NULL (none): a response token with mask != 0 is not the policy's action (the
 // environment wrote it): w = loss = kl = 0 there and it is not in the clip counts, but it
 // still counts in len[k] (|o_k|) and sum_len; adv (n) A_k; start, len (n) ->
-//   w (n,T)     token weight w = -dL/dlogp = ppo_token_weight(c_k, A_k, ...), 0 elsewhere;
-//   loss (n,T)  per-token loss l = ppo_token_loss(A_k, ...) before c_k, 0 elsewhere
+//   w (n,T)     token weight w = -dL/dlogp = objective_token_weight(c_k, A_k, ...), 0 elsewhere
+//               (a sequence-level ratio first reduces each response's policy tokens to the
+//               mean of sequence_log_ratio_term);
+//   loss (n,T)  per-token loss l (objective_token_weight's) before c_k, 0 elsewhere
 //               (L = sum_k sum_t coef[k] * loss);
 //   kl (n,T)    KL_k3(pi_theta, pi_ref) per token, 0 elsewhere;
 //   coef (n)    aggregation coefficient c_k;
-//   clip_low, clip_high (n): unmasked tokens of response k where the clip binds with A < 0 /
-//               A > 0.
+//   clip_low, clip_high (n): unmasked tokens of response k whose ratio is held at the lower /
+//               upper bound of its clip (token_clip_side; for PPO: the clip binds with A < 0 /
+//               A > 0).
 // Every output but w may be NULL (not computed). Positions outside the responses are
 // never read.
 void kn_token_weights(Backend *b, float *w, float *loss, float *kl, float *coef, int *clip_low,

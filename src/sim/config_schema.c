@@ -111,21 +111,37 @@ const CfgKey CONFIG_SCHEMA[] = {
     // docs/config.md); a knob the config sets (in a file or by --set; an enum other than
     // "preset") overrides it, and only then. The numbers below are the grpo preset's: what an
     // unset key holds in the Config and in its INI text, never read by the trainer.
-    {"objective", "preset", CFG_ENUM, "grpo", NO_RANGE, "grpo|dr_grpo|dapo|rloo",
-     "RL objective preset: the default of every objective key below (table in docs/config.md)"},
-    {"objective", "baseline", CFG_ENUM, "preset", NO_RANGE, "preset|group_mean|leave_one_out",
-     "advantage baseline b_i; preset = the preset's"},
-    {"objective", "scale", CFG_ENUM, "preset", NO_RANGE, "preset|group_std|batch_std|none",
-     "advantage scale s_i (std + std_eps, or 1); preset = the preset's"},
+    {"objective", "preset", CFG_ENUM, "grpo", NO_RANGE, "grpo|dr_grpo|dapo|rloo|bnpo|lite_ppo|gspo|gmpo|cispo|sapo|reinforce_pp_baseline|remax|opo|gpg|grpo_passk",
+     "RL objective preset: the default of every objective key below (docs/objectives.md; "
+     "`grpolab objective --show NAME`)"},
+    {"objective", "baseline", CFG_ENUM, "preset", NO_RANGE, "preset|group_mean|leave_one_out|length_weighted|greedy|max_loo",
+     "advantage baseline b_i (length_weighted: OPO's sum|o|r/sum|o|; greedy: the greedy response's "
+     "reward, ReMax; max_loo: max of the others, pass@k); preset = the preset's"},
+    {"objective", "scale", CFG_ENUM, "preset", NO_RANGE, "preset|group_std|batch_std|none|batch_whiten",
+     "advantage scale s_i (std + std_eps, or 1; batch_whiten: r - b whitened over the batch, "
+     "REINFORCE++-baseline); preset = the preset's"},
     {"objective", "std_ddof", CFG_INT, "1", 0, 1, NULL,
      "delta degrees of freedom of the reward std (1: oat/TRL/verl; 0: population std); unset: "
      "the preset's (shown: grpo's)"},
     {"objective", "std_eps", CFG_FLOAT, "1e-6", 0, 1, NULL,
      "added to the std before dividing; unset: the preset's (shown: grpo's)"},
     {"objective", "aggregation", CFG_ENUM, "preset", NO_RANGE,
-     "preset|seq_mean_token_mean|seq_mean_token_sum_norm|token_mean|seq_mean_token_sum",
+     "preset|seq_mean_token_mean|seq_mean_token_sum_norm|token_mean|seq_mean_token_sum|token_sum",
      "aggregation coefficient c_i (grpo: 1/(M|o_i|); dr_grpo: 1/(M L_max); dapo: 1/sum|o_j|; "
-     "rloo: 1/M); preset = the preset's"},
+     "rloo: 1/M; token_sum: 1); preset = the preset's"},
+    {"objective", "token_mean_scope", CFG_ENUM, "preset", NO_RANGE, "preset|global|micro_batch",
+     "tokens a token_mean divides by: global = the whole minibatch's; micro_batch = the forward "
+     "pass's times the number of passes (TRL's bnpo); preset = the preset's"},
+    {"objective", "ratio", CFG_ENUM, "preset", NO_RANGE, "preset|token|sequence|geo_mean|none",
+     "importance ratio: token (PPO), sequence (GSPO's exp(mean log rho)), geo_mean (GMPO, clip "
+     "in log space), none (plain policy gradient, GPG); preset = the preset's"},
+    {"objective", "clip", CFG_ENUM, "preset", NO_RANGE, "preset|ppo|cispo|sapo|none",
+     "how the ratio enters: ppo (min-clip), cispo (clipped ratio as a stop-gradient weight), "
+     "sapo (soft gate), none; preset = the preset's"},
+    {"objective", "tau_pos", CFG_FLOAT, "1", 1e-6, 1000, NULL,
+     "SAPO gate temperature for A > 0; unset: the preset's (shown: grpo's)"},
+    {"objective", "tau_neg", CFG_FLOAT, "1.05", 1e-6, 1000, NULL,
+     "SAPO gate temperature for A <= 0; unset: the preset's (shown: grpo's)"},
     {"objective", "l_max", CFG_INT, "0", 0, 65536, NULL,
      "L_max of seq_mean_token_sum_norm; 0 = the sampler's max_new_tokens; unset: the preset's (shown: grpo's)"},
     {"objective", "eps_low", CFG_FLOAT, "0.2", 0, 1, NULL,
@@ -137,6 +153,14 @@ const CfgKey CONFIG_SCHEMA[] = {
      "the preset's (shown: grpo's)"},
     {"objective", "dynamic_sampling", CFG_BOOL, "false", NO_RANGE, NULL,
      "DAPO dynamic sampling: drop groups whose rewards are all equal; unset: the preset's (shown: grpo's)"},
+    // [diagnostics]: counterfactual diagnostics of `grpolab train` (compare.h)
+    {"diagnostics", "compare", CFG_STRING, "", NO_RANGE, NULL,
+     "objective presets (comma-separated) whose token weights and gradient every step also "
+     "computes on its first minibatch, same responses and parameters: their cosine with the "
+     "unbiased policy gradient, norm and sum |w| per length bin (/compare, /compare_bins); "
+     "empty = none"},
+    {"diagnostics", "length_bins", CFG_INT, "8", 1, 1024, NULL,
+     "response-length bins of /compare_bins (equal widths up to world.max_new_tokens)"},
     // [train]: `grpolab train`, RL on the task world (train.h; objective in [objective])
     {"train", "init", CFG_STRING, "data/models/base.h5", NO_RANGE, NULL,
      "checkpoint the policy starts from (and the reference model when objective.beta > 0)"},

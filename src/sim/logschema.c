@@ -129,12 +129,43 @@ const TableSpec LOG_EVAL_RESPONSES = {"responses", "one row per response", EVAL_
                                       N_OF(EVAL_RESPONSE_COLS), ROW_STRUCT, sizeof(EvalResponseRow),
                                       4096, 1};
 
+static const TableColumn COMPARE_COLS[] = {
+    COL(CompareRow, step, "", "RL step"),
+    COL(CompareRow, objective, "", "index into the root attribute diagnostics.compare (the presets compared)"),
+    COL(CompareRow, bias_cosine, "", "cosine of the objective's gradient on the step's first minibatch with the "
+                                     "unbiased policy gradient (same responses, same parameters)"),
+    COL(CompareRow, grad_norm, "", "L2 norm of that gradient"),
+    COL(CompareRow, sum_abs_weight_correct, "", "sum of |w| over the tokens of the minibatch's responses with reward > 0"),
+    COL(CompareRow, sum_abs_weight_incorrect, "", "sum of |w| over the tokens of its responses with reward 0"),
+    COL(CompareRow, weighted_length_correct, "tokens", "mean length of the correct responses weighted by their "
+                                                       "sum of |w| (NaN if all 0)"),
+    COL(CompareRow, weighted_length_incorrect, "tokens", "the same for the incorrect responses"),
+};
+const TableSpec LOG_COMPARE = {"compare", "one row per (step, compared objective); only with diagnostics.compare",
+                               COMPARE_COLS, N_OF(COMPARE_COLS), ROW_STRUCT, sizeof(CompareRow), 1024, 0};
+
+static const TableColumn COMPARE_BIN_COLS[] = {
+    COL(CompareBinRow, step, "", "RL step"),
+    COL(CompareBinRow, objective, "", "index into diagnostics.compare"),
+    COL(CompareBinRow, bin, "", "response-length bin 0 .. diagnostics.length_bins - 1"),
+    COL(CompareBinRow, length_lo, "tokens", "shortest length in the bin"),
+    COL(CompareBinRow, length_hi, "tokens", "longest length in the bin"),
+    COL(CompareBinRow, n_correct, "responses", "responses of the first minibatch in the bin with reward > 0"),
+    COL(CompareBinRow, n_incorrect, "responses", "those with reward 0"),
+    COL(CompareBinRow, sum_abs_weight_correct, "", "sum of |w| over the bin's correct responses' tokens"),
+    COL(CompareBinRow, sum_abs_weight_incorrect, "", "sum of |w| over the bin's incorrect responses' tokens"),
+};
+const TableSpec LOG_COMPARE_BINS = {"compare_bins", "one row per (step, compared objective, length bin); only "
+                                    "with diagnostics.compare", COMPARE_BIN_COLS, N_OF(COMPARE_BIN_COLS),
+                                    ROW_STRUCT, sizeof(CompareBinRow), 4096, 0};
+
 // ---------------------------------------------------------------- the logs
-static const TableSpec *const TRAIN_TABLES[] = {&LOG_TRAIN, &LOG_QUESTIONS, &LOG_RESPONSES,
-                                                &LOG_TOKENS, &LOG_TRAIN_EVAL};
-const LogKind LOG_KIND_TRAIN = {"train", "grpolab train --out RUN.h5", TRAIN_TABLES, N_OF(TRAIN_TABLES)};
+static const TableSpec *const TRAIN_TABLES[] = {&LOG_TRAIN, &LOG_QUESTIONS, &LOG_RESPONSES, &LOG_TOKENS,
+                                                &LOG_TRAIN_EVAL, &LOG_COMPARE, &LOG_COMPARE_BINS};
+const LogKind LOG_KIND_TRAIN = {"train", "grpolab train --out RUN.h5", TRAIN_TABLES, N_OF(TRAIN_TABLES), 5};
 static const TableSpec *const EVAL_TABLES[] = {&LOG_EVAL_BENCH, &LOG_EVAL_RESPONSES};
-const LogKind LOG_KIND_EVAL = {"eval", "grpolab eval --out FILE.h5", EVAL_TABLES, N_OF(EVAL_TABLES)};
+const LogKind LOG_KIND_EVAL = {"eval", "grpolab eval --out FILE.h5", EVAL_TABLES, N_OF(EVAL_TABLES),
+                               N_OF(EVAL_TABLES)};
 
 const LogKind *const LOG_KINDS[] = {&LOG_KIND_TRAIN, &LOG_KIND_EVAL};
 const int N_LOG_KINDS = N_OF(LOG_KINDS);
@@ -146,7 +177,7 @@ const LogKind *logschema_kind(const char *kind) {
 }
 
 int logschema_declare(RunLog *rl, const LogKind *k, char *err, size_t errlen) {
-    for (int i = 0; i < k->n_tables; i++)
+    for (int i = 0; i < k->n_always; i++)
         if (runlog_declare(rl, k->tables[i], err, errlen) != 0) return -1;
     return 0;
 }

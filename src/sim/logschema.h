@@ -52,7 +52,21 @@ typedef struct {  // /eval of a train log, one row per (evaluation, benchmark)
     int32_t n;
 } TrainEvalRow;
 
+// The counterfactual diagnostics of diagnostics.compare (compare.h): only in the logs of runs
+// that set it.
+typedef struct {  // /compare, one row per (step, compared objective)
+    int32_t step, objective;
+    double bias_cosine, grad_norm, sum_abs_weight_correct, sum_abs_weight_incorrect;
+    double weighted_length_correct, weighted_length_incorrect;
+} CompareRow;
+
+typedef struct {  // /compare_bins, one row per (step, compared objective, length bin)
+    int32_t step, objective, bin, length_lo, length_hi, n_correct, n_incorrect;
+    double sum_abs_weight_correct, sum_abs_weight_incorrect;
+} CompareBinRow;
+
 extern const TableSpec LOG_TRAIN, LOG_QUESTIONS, LOG_RESPONSES, LOG_TOKENS, LOG_TRAIN_EVAL;
+extern const TableSpec LOG_COMPARE, LOG_COMPARE_BINS;
 
 // ---------------------------------------------------------------- `grpolab eval --out` (kind "eval")
 typedef struct {  // /eval of an eval log, one row per benchmark
@@ -73,6 +87,7 @@ typedef struct {
     const char *command;  // the command that writes it, for the docs
     const TableSpec *const *tables;
     int n_tables;
+    int n_always;  // tables[0 .. n_always) are in every log; the rest only where a setting asks
 } LogKind;
 
 extern const LogKind LOG_KIND_TRAIN, LOG_KIND_EVAL;
@@ -82,7 +97,8 @@ extern const int N_LOG_KINDS;
 // The log kind named kind ("train", "eval"), or NULL.
 const LogKind *logschema_kind(const char *kind);
 
-// Declares every table of kind k in rl (runlog_declare), in k's order. 0, or -1 with a message.
+// Declares the tables every log of kind k has (the first n_always) in rl (runlog_declare), in
+// k's order. 0, or -1 with a message.
 int logschema_declare(RunLog *rl, const LogKind *k, char *err, size_t errlen);
 
 // The column lists of kind k's tables as Markdown (the blocks of docs/hdf5-schema.md): per

@@ -16,6 +16,7 @@
 #include "h5util.h"
 #include "logschema.h"
 #include "model.h"
+#include "objective.h"
 #include "pretrain.h"
 #include "setup.h"
 #include "sweep.h"
@@ -631,10 +632,11 @@ static const Command commands[] = {
     {"train", "RL training with an objective (GRPO, Dr. GRPO, DAPO, RLOO) and an HDF5 run log", cmd_train},
     {"sweep", "a grid of train runs from a sweep file: plan, run here N at a time, or a Slurm job array", cmd_sweep},
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
-    {"plot", "draw fig5, length-bias or difficulty-bias from train run logs (gnuplot)", cmd_plot},
+    {"plot", "draw fig5, length-bias, difficulty-bias or objectives from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
     {"schema", "print the columns of the run-log tables (docs/hdf5-schema.md)", cmd_schema},
+    {"objective", "the objective presets: --list, --show NAME (knobs, formulas, other frameworks)", objective_cli},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
     {"version", "print the version and which backends are usable", cmd_version},

@@ -9,6 +9,7 @@
 #define GRPOLAB_OBJECTIVE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../kernels/objective.h"
 #include "config.h"
@@ -20,8 +21,33 @@ int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *
                           size_t errlen);
 // The knobs of a preset with nothing overridden; -1 if the name is unknown.
 int objective_preset(const char *name, int max_new_tokens, ObjectiveConfig *out);
+// -1 with a message naming the keys if the knobs do not go together (ratio none needs clip
+// none; geo_mean takes clip ppo or none; SAPO's temperatures > 0; l_max >= 1).
+int objective_check(const ObjectiveConfig *o, char *err, size_t errlen);
+
+// What a preset is: its source, its advantage and token weight in the paper's notation, and
+// the settings of TRL, verl, OpenRLHF and oat that give the same objective ("none..." where
+// none does).
+typedef struct {
+    const char *name, *source, *advantage, *weight, *trl, *verl, *openrlhf, *oat;
+} ObjectiveInfo;
+int objective_preset_count(void);
+// Preset i (0 .. count-1): its description, and its knobs into *knobs if not NULL (l_max 0:
+// the sampler's budget). NULL past the end.
+const ObjectiveInfo *objective_preset_info(int i, ObjectiveConfig *knobs);
+
+// `grpolab objective` (objective_cli.c): --list, --show NAME, --markdown.
+int objective_cli(int argc, char **argv);
+// Preset i's knobs, formulas and framework settings as text (--show).
+void objective_print_show(int i, FILE *f);
+// The tables of docs/objectives.md (--markdown; tests/test_conformance.c keeps them equal).
+void objective_print_md(FILE *f);
+
 const char *baseline_name(Baseline b);
 const char *scale_name(Scale s);
 const char *aggregation_name(Aggregation a);
+const char *ratio_name(RatioLevel r);
+const char *clip_name(ClipStyle c);
+const char *scope_name(TokenMeanScope s);
 
 #endif

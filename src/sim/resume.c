@@ -101,14 +101,16 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
 }
 
 // ---------------------------------------------------------------- --resume
-// Every table of a train log, every column of the schema, and in each a row for every step
-// before start (key column "step" in order up to there). 0, or -1 with a message.
+// Every table of a train log (the optional ones, e.g. /compare, where the log has them), every
+// column of the schema, and in each a row for every step before start (key column "step" in
+// order up to there). 0, or -1 with a message.
 static int check_tables(RunLogReader *rd, const char *path, int64_t start, char *err,
                         size_t errlen) {
     char ds[192], msg[768];
     for (int t = 0; t < LOG_KIND_TRAIN.n_tables; t++) {
         const TableSpec *ts = LOG_KIND_TRAIN.tables[t];
         snprintf(ds, sizeof ds, "%s/step", ts->name);
+        if (t >= LOG_KIND_TRAIN.n_always && !runlog_reader_has(rd, ds)) continue;
         int64_t nk = 0, k = 0;
         double *key = runlog_read_column(rd, ds, &nk, msg, sizeof msg);
         if (!key) return set_err(err, errlen, "--resume: %s", msg);

@@ -36,6 +36,32 @@ int rollout_collect(TrainState *s, const TrainSettings *S, Model *m, const Token
     return 0;
 }
 
+void rollout_greedy(TrainState *s, const TrainSettings *S, Model *m, const Tokenizer *tk,
+                    const SamplerConfig *sc) {
+    const int P = S->P;
+    int Tp = 1;
+    for (int p = 0; p < P; p++) Tp = s->plen_p[p] > Tp ? s->plen_p[p] : Tp;
+    const int cap = model_config(m)->max_seq_len;
+    for (int p = 0; p < P; p++) {
+        memset(s->greedy_prompts + (size_t)p * Tp, 0, (size_t)Tp * sizeof(int));
+        memcpy(s->greedy_prompts + (size_t)p * Tp, s->prompt_ids + (size_t)p * cap,
+               (size_t)s->plen_p[p] * sizeof(int));
+    }
+    SamplerConfig greedy = *sc;
+    greedy.temperature = 0.0f;  // argmax: no random draws, so the stream ids do not matter
+    greedy.top_p = 1.0f;
+    sampler_generate(m, &greedy, s->greedy_prompts, s->plen_p, P, Tp, 0, &s->gen_greedy);
+    for (int p = 0; p < P; p++) {
+        const int *toks = s->gen_greedy.tokens + (size_t)p * s->gen_greedy.max_new;
+        if (tok_decode(tk, toks, s->gen_greedy.length[p], s->resp_text, (size_t)S->max_new * 16 + 16) < 0)
+            die("train: cannot decode a greedy response");
+        Verdict v;
+        verify_response(S->template_kind, &s->tasks[p], s->resp_text, s->gen_greedy.stopped[p], &v);
+        verdict_apply_rule(&v, s->resp_text, S->reward_rule);
+        s->greedy_reward[p] = (float)v.reward;
+    }
+}
+
 void rollout_score(TrainState *s, const TrainSettings *S, const Tokenizer *tk, int step) {
     const int N = S->P * S->G;
     RolloutStats *rs = &s->rs;
@@ -79,7 +105,11 @@ void rollout_advantages(TrainState *s, const TrainSettings *S, Backend *bk,
     // the verifier's rewards come from the host; the advantages and group statistics go back
     // for the minibatches and the log
     bk_upload(bk, s->d_rewards, s->rewards, (size_t)N * sizeof(float));
-    kn_group_advantages(bk, s->d_adv, s->d_gmean, s->d_gstd, s->d_rewards, P, G, oc);
+    bk_upload(bk, s->d_lengths, s->gen.length, (size_t)N * sizeof(int));
+    int greedy = oc->baseline == BASELINE_GREEDY;  // rollout_greedy filled s->greedy_reward
+    if (greedy || s->cmp.needs_greedy) bk_upload(bk, s->d_greedy, s->greedy_reward, (size_t)P * sizeof(float));
+    kn_group_advantages(bk, s->d_adv, s->d_gmean, s->d_gstd, s->d_rewards, s->d_lengths,
+                        greedy ? s->d_greedy : NULL, P, G, oc);
     bk_download(bk, s->adv, s->d_adv, (size_t)N * sizeof(float));
     bk_download(bk, s->gmean, s->d_gmean, (size_t)P * sizeof(float));
     bk_download(bk, s->gstd, s->d_gstd, (size_t)P * sizeof(float));

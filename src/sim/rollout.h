@@ -16,12 +16,17 @@
 int rollout_collect(TrainState *s, const TrainSettings *S, Model *m, const Tokenizer *tk,
                     const SamplerConfig *sc, int step, char *err, size_t errlen);
 
+// The greedy response to each of the step's P prompts (after rollout_collect) and its reward
+// (s->greedy_reward), the greedy baseline's input (ReMax).
+void rollout_greedy(TrainState *s, const TrainSettings *S, Model *m, const Tokenizer *tk,
+                    const SamplerConfig *sc);
+
 // Verifies the responses (s->verd, s->rewards), lays out their tokens (s->tok_off,
 // s->tok_env), counts the step's statistics (s->rs) and resets the step's per-token log
 // values (weight 0, logp_old NaN: a response the update leaves out keeps them).
 void rollout_score(TrainState *s, const TrainSettings *S, const Tokenizer *tk, int step);
 
-// A_i on the backend (s->adv, s->gmean, s->gstd), the bias diagnostic's r_i - mean
+// A_i on the backend (s->adv, s->gmean, s->gstd; the greedy baseline reads s->greedy_reward), the bias diagnostic's r_i - mean
 // (s->unbiased), the mixed groups and the responses of the update (s->kept, s->rs.n_kept).
 void rollout_advantages(TrainState *s, const TrainSettings *S, Backend *bk,
                         const ObjectiveConfig *oc);

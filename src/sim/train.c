@@ -64,6 +64,7 @@ static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc
     if (template_parse(tn, &s->template_kind) != 0)
         return set_err(err, errlen, "world.template = '%s': not one of r1|boxed|none", tn);
     s->reward_rule = setup_reward_rule(c);
+    if (compare_from_config(c, s->max_new, &s->compare, err, errlen) != 0) return -1;
     return objective_from_config(c, s->max_new, oc, err, errlen);
 }
 
@@ -92,6 +93,11 @@ void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with
     s->d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
     s->d_gmean = bk_alloc(bk, (size_t)P * sizeof(float));
     s->d_gstd = bk_alloc(bk, (size_t)P * sizeof(float));
+    s->d_lengths = bk_alloc(bk, (size_t)N * sizeof(int));
+    s->greedy_prompts = xmalloc((size_t)P * cap * sizeof(int));
+    generation_alloc(&s->gen_greedy, P, S->max_new);
+    s->greedy_reward = xmalloc((size_t)P * sizeof(float));
+    s->d_greedy = bk_alloc(bk, (size_t)P * sizeof(float));
     s->kept = xmalloc((size_t)N * sizeof(int));
     s->order = xmalloc((size_t)N * sizeof(int));
     s->tok_off = xmalloc((size_t)N * sizeof(int));
@@ -101,18 +107,24 @@ void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with
     s->weights = xmalloc(tok_cap * sizeof(float));
     s->tok_step = xmalloc(tok_cap * sizeof(int));
     s->ws = update_workspace_create(m, S->M, S->bias_diagnostic);
+    s->cmp = S->compare;
+    compare_alloc(&s->cmp, N, tok_cap, model_num_params(m), bk);
 }
 
 void train_state_free(TrainState *s, Backend *bk) {
     void *host[] = {s->tasks, s->prompt_ids, s->plen_p, s->prompts, s->plen, s->prompt_ptr,
                     s->resp_ptr, s->resp_text, s->verd, s->rewards, s->adv, s->unbiased,
                     s->gmean, s->gstd, s->kept, s->order, s->tok_off, s->tok_env, s->logp_old,
-                    s->logp_ref, s->weights, s->tok_step};
+                    s->logp_ref, s->weights, s->tok_step, s->greedy_prompts, s->greedy_reward};
     for (size_t j = 0; j < sizeof host / sizeof host[0]; j++) free(host[j]);
     bk_free(bk, s->d_rewards);
     bk_free(bk, s->d_adv);
     bk_free(bk, s->d_gmean);
     bk_free(bk, s->d_gstd);
+    bk_free(bk, s->d_lengths);
+    bk_free(bk, s->d_greedy);
+    generation_free(&s->gen_greedy);
+    compare_free(&s->cmp, bk);
     generation_free(&s->gen);
     update_workspace_free(s->ws);
     memset(s, 0, sizeof *s);
@@ -254,6 +266,7 @@ static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path,
                     t->rp.logged_steps == 1 ? "" : "s");
         t->rl = resume_open_log(out_path, cfg, &t->rp, err, errlen);
         if (!t->rl) return 2;
+        if (t->S.compare.n > 0 && trainlog_declare_compare(t->rl, err, errlen) != 0) return 2;
     } else {
         char init_fp[17];
         resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
@@ -263,7 +276,7 @@ static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path,
                                 &t->mc, init_fp, t->run_id, err, errlen);
         if (!t->rl) return 1;
         t->created = 1;
-        if (trainlog_declare(t->rl, err, errlen) != 0) return 1;
+        if (trainlog_declare(t->rl, t->S.compare.n > 0, err, errlen) != 0) return 1;
     }
     return runlog_start_swmr(t->rl, err, errlen) == 0 ? 0 : 1;
 }
@@ -333,17 +346,27 @@ static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *
     double t0 = wall_time();
     if (rollout_collect(s, S, t->m, t->tk, &t->sc, step, err, errlen) != 0) return 2;
     rollout_score(s, S, t->tk, step);
+    if (t->oc.baseline == BASELINE_GREEDY || s->cmp.needs_greedy)
+        rollout_greedy(s, S, t->m, t->tk, &t->sc);
     rollout_advantages(s, S, t->bk, &t->oc);
+    if (s->cmp.n) {  // every compared objective's advantages of the same rollout
+        int greedy = t->oc.baseline == BASELINE_GREEDY || s->cmp.needs_greedy;
+        compare_advantages(&s->cmp, t->bk, step, s->d_rewards, s->d_lengths,
+                           greedy ? s->d_greedy : NULL, S->P, S->G);
+        s->cmp.rewards = s->rewards;
+    }
     double t1 = wall_time();
     Rollout r = rollout_view(s, t->sc.env != NULL);
     EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
-                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step};
+                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step,
+                      .compare = s->cmp.n ? &s->cmp : NULL};
     UpdateStats us;
     update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
                   s->order, s->weights, s->unbiased, &us);
     if (check_finite(t, step, &us, err, errlen) != 0) return 1;  // nothing of the step is logged
     double t2 = wall_time();
     trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
+    if (compare_write(&s->cmp, t->rl, err, errlen) != 0) return 1;
     return trainlog_write_step(t->rl, row, S, s, err, errlen) == 0 ? 0 : 1;
 }
 

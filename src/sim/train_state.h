@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "compare.h"
 #include "sampler.h"
 #include "template.h"
 #include "update.h"
@@ -16,6 +17,7 @@
 typedef struct {
     const char *init;  // train.init: the base model's checkpoint
     int steps, P, G, M, micro, epochs, eval_every, checkpoint_every, bias_diagnostic;
+    Compare compare;  // diagnostics.compare: the objectives and bins (buffers in TrainState.cmp)
     float temperature, top_p;
     double level_weights[WORLD_NUM_LEVELS];
     Template template_kind;
@@ -46,6 +48,11 @@ typedef struct {
     float *unbiased;                     // (N) r_i - group mean: the bias diagnostic's advantage
     float *gmean, *gstd;                 // (P) each group's reward mean and std
     float *d_rewards, *d_adv, *d_gmean, *d_gstd;  // device copies for kn_group_advantages
+    int *d_lengths;                      // (N) the responses' lengths on the device
+    // the greedy baseline's rollout (rollout_greedy): one greedy response per prompt
+    int *greedy_prompts;                 // (P, max_seq_len) its right-padded prompts
+    Generation gen_greedy;               // (P, max_new)
+    float *greedy_reward, *d_greedy;     // (P) its rewards, host and device
     int *kept, *order;                   // (N) responses of the update; an epoch's shuffle of them
     // per token of the step's responses, response i at tok_off[i] .. + gen.length[i] - 1
     int *tok_off;                        // (N)
@@ -54,6 +61,7 @@ typedef struct {
     int *tok_step;                       // (N * max_new) the step, a column of /tokens
     RolloutStats rs;
     UpdateWorkspace *ws;                 // the update's buffers
+    Compare cmp;                         // diagnostics.compare (n = 0: off)
 } TrainState;
 
 void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with_ref);

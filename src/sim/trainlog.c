@@ -12,8 +12,16 @@
 #include "../common.h"
 
 // ---------------------------------------------------------------- the tables (logschema.h)
-int trainlog_declare(RunLog *rl, char *err, size_t errlen) {
-    return logschema_declare(rl, &LOG_KIND_TRAIN, err, errlen);
+int trainlog_declare_compare(RunLog *rl, char *err, size_t errlen) {
+    return runlog_declare(rl, &LOG_COMPARE, err, errlen) == 0 &&
+                   runlog_declare(rl, &LOG_COMPARE_BINS, err, errlen) == 0
+               ? 0
+               : -1;
+}
+
+int trainlog_declare(RunLog *rl, int with_compare, char *err, size_t errlen) {
+    if (logschema_declare(rl, &LOG_KIND_TRAIN, err, errlen) != 0) return -1;
+    return with_compare ? trainlog_declare_compare(rl, err, errlen) : 0;
 }
 
 // ---------------------------------------------------------------- a new run's log
@@ -50,7 +58,14 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_f64(rl, "objective.eps_low", oc->eps_low, err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "objective.eps_high", oc->eps_high, err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "objective.beta", oc->beta, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0;
+             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.ratio", ratio_name(oc->ratio), err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.clip", clip_name(oc->clip), err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.tau_pos", oc->tau_pos, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.tau_neg", oc->tau_neg, err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "objective.token_mean_scope", scope_name(oc->scope), err, errlen) == 0 &&
+             (s->compare.n == 0 ||
+              runlog_set_attr_str(rl, "diagnostics.compare", s->compare.names, err, errlen) == 0);
     free(text);
     return ok ? 0 : -1;
 }

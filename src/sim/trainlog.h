@@ -21,8 +21,12 @@ RunLog *trainlog_create(const char *path, int overwrite, const Config *cfg, cons
                         const char *init_fp, const char *run_id, char *err, size_t errlen);
 // Creates the directories above path (like mkdir -p of its parent). 0, or -1 with a message.
 int trainlog_make_parent_dirs(const char *path, char *err, size_t errlen);
-// Declares the tables /train, /questions, /responses, /tokens and /eval. 0, or -1.
-int trainlog_declare(RunLog *rl, char *err, size_t errlen);
+// Declares the tables /train, /questions, /responses, /tokens and /eval, and with_compare
+// /compare and /compare_bins (diagnostics.compare). 0, or -1.
+int trainlog_declare(RunLog *rl, int with_compare, char *err, size_t errlen);
+// Declares only /compare and /compare_bins (a resumed log's other tables are declared by
+// resume_open_log). 0, or -1.
+int trainlog_declare_compare(RunLog *rl, char *err, size_t errlen);
 
 // The step's /train row from its rollout counts, its update sums, the learning rate and the
 // wall times of the rollout and the update.

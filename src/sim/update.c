@@ -8,6 +8,7 @@
 
 #include "../common.h"
 #include "../kernels/philox.h"
+#include "compare.h"
 #include "tokenizer.h"
 
 struct UpdateWorkspace {
@@ -308,11 +309,17 @@ double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
     int mb = forward_rows(ws, r, idx, n, micro);
     double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
     for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
-    int last0 = 0, last_T = 0;
+    int last0 = 0, last_T = 0, passes = (n + mb - 1) / mb;
     for (int c0 = 0; c0 < n; c0 += mb) {
+        int nc = n - c0 < mb ? n - c0 : mb;
+        double norm = sum_len;
+        if (oc->scope == SCOPE_MICRO_BATCH) {  // each pass its own token-mean, averaged over passes
+            norm = 0;
+            for (int k = 0; k < nc; k++) norm += r->resp_len[ws->rows[c0 + k]];
+            norm *= passes;
+        }
         last0 = c0;
-        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, n - c0 < mb ? n - c0 : mb, n, sum_len,
-                               weights, &s);
+        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, nc, n, norm, weights, &s);
     }
     double cosine = unbiased_adv ? bias_cosine(ws, m, r, n, mb, last0, last_T, unbiased_adv) : NAN;
     if (st) *st = s;
@@ -350,6 +357,8 @@ void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveCon
         for (int k0 = 0; k0 < n_kept; k0 += M) {
             int n = n_kept - k0 < M ? n_kept - k0 : M;
             int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
+            if (plan->compare && epoch == 0 && k0 == 0)  // same responses, parameters before the update
+                compare_minibatch(plan->compare, ws, m, r, order + k0, n, plan->micro, unbiased);
             MinibatchStats st;
             model_zero_grad(m);
             double cs = update_minibatch_gradient(ws, m, oc, r, order + k0, n, plan->micro,

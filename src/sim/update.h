@@ -79,10 +79,12 @@ double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
                                  float *weights, const float *unbiased_adv, MinibatchStats *st);
 
 // The PPO epochs of one step.
+struct Compare;
 typedef struct {
     int epochs, minibatch, micro, bias_diagnostic;
     uint64_t seed;
     int step;
+    struct Compare *compare;  // diagnostics.compare (compare.h), run on the first minibatch; or NULL
 } EpochPlan;
 
 // Sums over the step's minibatch updates.

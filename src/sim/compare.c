@@ -1,0 +1,141 @@
+// compare.c: counterfactual diagnostics of diagnostics.compare (compare.h).
+#include "compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+
+int compare_from_config(const Config *c, int max_new, Compare *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    const char *list = config_str(c, "diagnostics.compare");
+    out->bins = (int)config_int(c, "diagnostics.length_bins");
+    out->max_new = max_new;
+    snprintf(out->names, sizeof out->names, "%s", list);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        if (len == 0 || len >= sizeof name)
+            return set_err(err, errlen, "diagnostics.compare = '%s': expected preset names separated "
+                           "by commas (grpolab objective --list)", list);
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        if (out->n == COMPARE_MAX)
+            return set_err(err, errlen, "diagnostics.compare = '%s': at most %d objectives", list, COMPARE_MAX);
+        if (objective_preset(name, max_new, &out->oc[out->n]) != 0)
+            return set_err(err, errlen, "diagnostics.compare = '%s': no preset '%s' (grpolab objective "
+                           "--list)", list, name);
+        out->needs_greedy |= out->oc[out->n].baseline == BASELINE_GREEDY;
+        out->n++;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+void compare_alloc(Compare *c, int N, size_t tok_cap, size_t n_params, Backend *bk) {
+    if (c->n == 0) return;
+    c->g_unb = xmalloc(n_params * sizeof(float));
+    c->g_obj = xmalloc(n_params * sizeof(float));
+    for (int j = 0; j < c->n; j++) c->adv[j] = xmalloc((size_t)N * sizeof(float));
+    c->d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
+    c->weights = xmalloc(tok_cap * sizeof(float));
+    c->bin_rows = xmalloc((size_t)c->n * c->bins * sizeof(CompareBinRow));
+}
+
+void compare_free(Compare *c, Backend *bk) {
+    if (c->n == 0) return;
+    for (int j = 0; j < c->n; j++) free(c->adv[j]);
+    bk_free(bk, c->d_adv);
+    free(c->weights);
+    free(c->bin_rows);
+    free(c->g_unb);
+    free(c->g_obj);
+}
+
+void compare_advantages(Compare *c, Backend *bk, int step, const float *d_rewards,
+                        const int *d_lengths, const float *d_greedy, int P, int G) {
+    c->step = step;
+    for (int j = 0; j < c->n; j++) {  // rows of a step without an update: NaN cosine, no weights
+        c->rows[j] = (CompareRow){.step = step, .objective = j, .bias_cosine = NAN,
+                                  .weighted_length_correct = NAN, .weighted_length_incorrect = NAN};
+        for (int b = 0; b < c->bins; b++)
+            c->bin_rows[(size_t)j * c->bins + b] =
+                (CompareBinRow){.step = step, .objective = j, .bin = b,
+                                .length_lo = b * c->max_new / c->bins + 1,
+                                .length_hi = (b + 1) * c->max_new / c->bins};
+    }
+    for (int j = 0; j < c->n; j++) {
+        kn_group_advantages(bk, c->d_adv, NULL, NULL, d_rewards, d_lengths, d_greedy, P, G, &c->oc[j]);
+        bk_download(bk, c->adv[j], c->d_adv, (size_t)P * G * sizeof(float));
+    }
+}
+
+static double ratio_or_nan(double a, double b) { return b > 0 ? a / b : NAN; }
+
+// The gradient in m (after a zero) of oc over the minibatch with advantages adv, downloaded to
+// g (np floats); the token weights into c->weights.
+static void gradient_of(Compare *c, UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+                        const Rollout *r, const float *adv, const int *idx, int n, int micro,
+                        float *g) {
+    Rollout rj = *r;
+    rj.advantage = adv;
+    MinibatchStats st;
+    model_zero_grad(m);
+    update_minibatch_gradient(ws, m, oc, &rj, idx, n, micro, c->weights, NULL, &st);
+    bk_download(model_backend(m), g, model_grads(m), model_num_params(m) * sizeof(float));
+}
+
+void compare_minibatch(Compare *c, UpdateWorkspace *ws, Model *m, const Rollout *r,
+                       const int *idx, int n, int micro, const float *unbiased_adv) {
+    size_t np = model_num_params(m);
+    // the unbiased policy gradient once: weight unbiased_adv[i] on every policy token, summed
+    // (update.h's bias diagnostic), as the objective with no ratio, no clip and token_sum
+    ObjectiveConfig unb = c->oc[0];
+    unb.ratio = RATIO_NONE;
+    unb.clip = CLIP_NONE;
+    unb.aggregation = AGG_TOKEN_SUM;
+    unb.beta = 0.0f;
+    gradient_of(c, ws, m, &unb, r, unbiased_adv, idx, n, micro, c->g_unb);
+    double nu = 0;
+    for (size_t q = 0; q < np; q++) nu += (double)c->g_unb[q] * c->g_unb[q];
+    for (int j = 0; j < c->n; j++) {
+        CompareRow *row = &c->rows[j];
+        gradient_of(c, ws, m, &c->oc[j], r, c->adv[j], idx, n, micro, c->g_obj);
+        double dot = 0, no = 0;
+        for (size_t q = 0; q < np; q++) {
+            dot += (double)c->g_obj[q] * c->g_unb[q];
+            no += (double)c->g_obj[q] * c->g_obj[q];
+        }
+        // the cosine as update.c's bias_cosine; the gradient of L, so -w's sign on both sides
+        row->bias_cosine = no > 0 && nu > 0 ? dot / sqrt(no * nu) : NAN;
+        row->grad_norm = sqrt(no);
+        CompareBinRow *bins = c->bin_rows + (size_t)j * c->bins;  // zeroed by compare_advantages
+        double wl[2] = {0, 0};  // sum over responses of length * sum |w|: incorrect, correct
+        for (int k = 0; k < n; k++) {
+            int i = idx[k], len = r->resp_len[i], correct = c->rewards[i] > 0;
+            double sw = 0;
+            for (int t = 0; t < len; t++) sw += fabs(c->weights[r->tok_offset[i] + t]);
+            int b = (len - 1) * c->bins / c->max_new;
+            b = b < 0 ? 0 : b >= c->bins ? c->bins - 1 : b;
+            if (correct) {
+                bins[b].n_correct++;
+                bins[b].sum_abs_weight_correct += sw;
+                row->sum_abs_weight_correct += sw;
+            } else {
+                bins[b].n_incorrect++;
+                bins[b].sum_abs_weight_incorrect += sw;
+                row->sum_abs_weight_incorrect += sw;
+            }
+            wl[correct] += (double)len * sw;
+        }
+        row->weighted_length_correct = ratio_or_nan(wl[1], row->sum_abs_weight_correct);
+        row->weighted_length_incorrect = ratio_or_nan(wl[0], row->sum_abs_weight_incorrect);
+    }
+    model_zero_grad(m);
+}
+
+int compare_write(const Compare *c, RunLog *rl, char *err, size_t errlen) {
+    if (c->n == 0) return 0;
+    if (runlog_append_rows(rl, &LOG_COMPARE, c->n, c->rows, err, errlen) != 0) return -1;
+    return runlog_append_rows(rl, &LOG_COMPARE_BINS, c->n * c->bins, c->bin_rows, err, errlen);
+}
