@@ -262,7 +262,7 @@ static const CliSpec strip_spec = {
     "strip",
     "Copy a run log without its per-token table /tokens (or the tables of --drop): the root\n"
     "attributes and every other table as they are. /tokens holds one row per generated token\n"
-    "and is most of a train log's size (a fig5 log of 31-35 MB is 0.6 MB without it); the copy\n"
+    "and is most of a train log's size (docs/benchmarks.md gives sizes); the copy\n"
     "still serves `summary`, `plot fig5` and `plot difficulty-bias`, and `plot length-bias`\n"
     "draws the closed form of the weights for it. A log still being written is copied as far as\n"
     "it is flushed. The copy is written beside OUT.h5 and renamed onto it when complete.",
