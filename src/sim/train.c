@@ -130,7 +130,6 @@ typedef struct {
     SamplerConfig sc;   // the rollouts' sampler
     EvalConfig ec;      // the greedy evaluation
     RunLog *rl;
-    const Config *cfg;  // the run's config, objective values resolved (resume_resolved_config)
     const char *out_path;
     char ckpt_path[4096];
     int64_t start_step; // steps done before this call (a resumed run's checkpoint)
@@ -515,7 +514,6 @@ int train_run(const Config *cfg_in, const char *backend_override, const char *ou
     }
     Trainer t;
     memset(&t, 0, sizeof t);
-    t.cfg = cfg;
     t.out_path = out_path;
     t.overwrite = mode == TRAIN_OVERWRITE;
     int rc = trainer_settings(&t, cfg, out_path, resume, err, sizeof err);
