@@ -105,6 +105,44 @@ static void cut_log(const char *path, int64_t keep_below) {
     }
 }
 
+// ---------------------------------------------------------------- runs stopped from outside
+// Starts the CLI with args (stderr to errpath); returns its pid.
+static pid_t spawn_cli(const char *args, const char *errpath) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "exec %s %s >/dev/null 2>'%s'", bin, args, errpath);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_rc(pid_t pid) {
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void sleep_s(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static const char KILL_RUN[] = "--set train.steps=10 --set train.checkpoint_every=4 --set train.eval_every=3";
+
+// The text of file p (NUL-terminated), malloc'd.
+static char *read_text(const char *p) {
+    size_t n = 0;
+    char *b = tu_read_file(p, &n);
+    if (!b) fail_msg("cannot read %s", p);
+    b[n] = '\0';
+    return b;
+}
+
 // ---------------------------------------------------------------- a diverging run
 // optim.lr = 1 with beta2 = 0 and eps = 1e-12 (each value in range) makes AdamW take steps
 // of size 1 in every parameter: the run diverges within a few steps.
@@ -119,11 +157,9 @@ static void test_nan_stops_the_run(void **state) {
     printf("  exit %d: %s", rc, strstr(msg, "grpolab: error") ? strstr(msg, "grpolab: error") : msg);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(msg, "diverged"));
-    const char *at = strstr(msg, "train step ");
+    const char *at = strstr(msg, "(/train/step ");  // the step named, as the log counts
     assert_non_null(at);
-    at = strstr(msg, "grpolab: error: train step ");
-    assert_non_null(at);
-    int bad_step = atoi(at + strlen("grpolab: error: train step "));
+    int bad_step = atoi(at + strlen("(/train/step "));
     // the log keeps the steps before, all finite; the checkpoint is the last good state
     int64_t n = 0;
     double *gn = col(out, "train/grad_norm", &n);
@@ -192,30 +228,81 @@ static void test_refused_resume_changes_nothing(void **state) {
     free(ck0);
 }
 
-// The case: a seed-11 run's checkpoint, then --overwrite with seed 99, then --resume.
+// Polls until the checkpoint ckpt exists, for at most about 20 s.
+static void wait_for_file(const char *ckpt) {
+    for (int i = 0; i < 1000 && !exists(ckpt); i++) sleep_s(0.02);
+    if (!exists(ckpt)) fail_msg("no %s after 20 s", ckpt);
+}
+
+// Polls until the file at p holds text, for at most about 20 s.
+static void wait_for_text(const char *p, const char *text) {
+    for (int i = 0; i < 1000; i++) {
+        size_t n = 0;
+        char *b = tu_read_file(p, &n);
+        int found = 0;
+        if (b) {
+            b[n] = '\0';
+            found = strstr(b, text) != NULL;
+            free(b);
+        }
+        if (found) return;
+        sleep_s(0.02);
+    }
+    fail_msg("%s: no '%s' after 20 s", p, text);
+}
+
+// The case: a seed-11 run killed after a checkpoint, then a seed-99 run with
+// --overwrite killed before its first, then --resume. The old checkpoint went with its log,
+// so the resume restarts the seed-99 run from step 0; a checkpoint of the seed-11 run put
+// back beside the seed-99 log is refused.
 static void test_overwrite_and_other_runs_checkpoint(void **state) {
-    char out[160], ckpt[200], old[200], args[2048], msg[8192];
+    char out[160], ckpt[200], old[200], errp[200], args[2048], msg[8192];
     path_of(out, sizeof out, "over.h5");
     snprintf(ckpt, sizeof ckpt, "%s.ckpt.h5", out);
     path_of(old, sizeof old, "over_seed11.ckpt.h5");
-    cli_args(args, sizeof args, out, "--set train.steps=2 --set train.eval_every=0");
-    assert_int_equal(tu_run_cli(args, msg, sizeof msg), 0);
+    path_of(errp, sizeof errp, "over.err");
+    const char run[] = "--set train.steps=40 --set train.checkpoint_every=2 --set train.eval_every=0";
+    cli_args(args, sizeof args, out, run);
+    pid_t pid = spawn_cli(args, errp);
+    wait_for_file(ckpt);
+    kill(pid, SIGKILL);
+    wait_rc(pid);
     copy_file(ckpt, old);
-    cli_args(args, sizeof args, out, "--set train.steps=2 --set train.eval_every=0 "
-             "--set run.seed=99 --overwrite");
-    assert_int_equal(tu_run_cli(args, msg, sizeof msg), 0);
-    assert_non_null(strstr(msg, "removed"));  // the seed-11 checkpoint went with its log
+    // seed 99, its first checkpoint due only after step 30
+    const char run99[] = "--set train.steps=32 --set train.checkpoint_every=30 --set train.eval_every=0 "
+                         "--set run.seed=99";
+    char over[256];
+    snprintf(over, sizeof over, "%s --overwrite", run99);
+    cli_args(args, sizeof args, out, over);
+    pid = spawn_cli(args, errp);
+    wait_for_text(errp, "train step    2/32");  // the new run logged two steps
+    kill(pid, SIGKILL);
+    wait_rc(pid);
+    char *err = read_text(errp);
+    assert_non_null(strstr(err, "removed"));  // the seed-11 checkpoint went with its log
+    free(err);
+    assert_false(exists(ckpt));
     // the seed-11 checkpoint put back beside the seed-99 log: refused, nothing changed
     copy_file(old, ckpt);
     size_t nl = 0;
     char *log0 = tu_read_file(out, &nl);
-    cli_args(args, sizeof args, out, "--set train.steps=3 --set train.eval_every=0 "
-             "--set run.seed=99 --resume");
+    char resume[256];
+    snprintf(resume, sizeof resume, "%s --resume", run99);
+    cli_args(args, sizeof args, out, resume);
     assert_int_equal(tu_run_cli(args, msg, sizeof msg), 2);
     printf("  %s", msg);
     assert_non_null(strstr(msg, "belongs to another run"));
     assert_bytes(out, log0, nl);
     free(log0);
+    // without it the seed-99 run restarts from step 0 and ends as an uninterrupted one
+    remove(ckpt);
+    assert_int_equal(tu_run_cli(args, msg, sizeof msg), 0);
+    assert_non_null(strstr(msg, "starts again from step 0"));
+    char full[160];
+    path_of(full, sizeof full, "over_full.h5");
+    cli_args(args, sizeof args, full, run99);
+    assert_int_equal(tu_run_cli(args, msg, sizeof msg), 0);
+    assert_same_logs(full, out);
 }
 
 // ---------------------------------------------------------------- before the first checkpoint
@@ -294,43 +381,6 @@ static void test_stored_config_says_what_was_used(void **state) {
 }
 
 // ---------------------------------------------------------------- signals and kills
-// Starts the CLI with args (stderr to errpath); returns its pid.
-static pid_t spawn_cli(const char *args, const char *errpath) {
-    const char *bin = getenv("GRPOLAB_BIN");
-    if (!bin) bin = "build/grpolab";
-    char cmd[2600];
-    snprintf(cmd, sizeof cmd, "exec %s %s >/dev/null 2>'%s'", bin, args, errpath);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int wait_rc(pid_t pid) {
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void sleep_s(double s) {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-static const char KILL_RUN[] = "--set train.steps=10 --set train.checkpoint_every=4 --set train.eval_every=3";
-
-// The text of file p (NUL-terminated), malloc'd.
-static char *read_text(const char *p) {
-    size_t n = 0;
-    char *b = tu_read_file(p, &n);
-    if (!b) fail_msg("cannot read %s", p);
-    b[n] = '\0';
-    return b;
-}
-
 static void test_sigterm_checkpoints_and_says_how_to_go_on(void **state) {
     char full[160], out[160], errp[200], args[2048], msg[8192];
     path_of(full, sizeof full, "sig_full.h5");

@@ -142,7 +142,6 @@ typedef struct {
     SamplerConfig sc;   // the rollouts' sampler
     EvalConfig ec;      // the greedy evaluation
     RunLog *rl;
-    const Config *cfg;  // the run's config, objective values resolved (resume_resolved_config)
     const char *out_path;
     char ckpt_path[4096];
     int64_t start_step; // steps done before this call (a resumed run's checkpoint)
@@ -330,12 +329,13 @@ static int check_finite(Trainer *t, int step, const UpdateStats *us, char *err, 
     }
     if (!what) return 0;
     t->diverged = 1;
-    return set_err(err, errlen, "train step %d: the %s%s%s %s %g: training diverged (lower optim.lr, "
-                   "or raise optim.eps or optim.beta2). Nothing of step %d is logged; the log keeps "
-                   "steps 0 .. %d and the checkpoint %s its last good state (--resume goes on from "
-                   "it with this config and diverges again; change the config and start again "
-                   "with --overwrite)", step, what, *tensor ? " (" : "", tensor, *tensor ? ") hold" : "is",
-                   value, step, step - 1, t->ckpt_path);
+    return set_err(err, errlen, "train step %d/%d (/train/step %d): the %s%s%s %s %g: training "
+                   "diverged (lower optim.lr, or raise optim.eps or optim.beta2). Nothing of this step "
+                   "is logged or checkpointed: the log keeps the steps before it, %s the last "
+                   "checkpoint saved before it (--resume goes on from there and, with this config, "
+                   "diverges again: change the config and start again with --overwrite)", step + 1,
+                   t->S.steps, step, what, *tensor ? " (" : "", tensor, *tensor ? ") hold" : "is",
+                   value, t->ckpt_path);
 }
 
 // One RL step: the rollout and its scores, the update, the step's rows in the log (row: its
@@ -538,7 +538,6 @@ int train_run(const Config *cfg_in, const char *backend_override, const char *ou
     }
     Trainer t;
     memset(&t, 0, sizeof t);
-    t.cfg = cfg;
     t.out_path = out_path;
     t.overwrite = mode == TRAIN_OVERWRITE;
     int rc = trainer_settings(&t, cfg, out_path, resume, err, sizeof err);
