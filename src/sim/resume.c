@@ -326,6 +326,8 @@ Config *resume_resolved_config(const Config *cfg, char *err, size_t errlen) {
         {"objective.eps_low", 'f', (float)config_float(cfg, "objective.eps_low"), oc.eps_low},
         {"objective.eps_high", 'f', (float)config_float(cfg, "objective.eps_high"), oc.eps_high},
         {"objective.beta", 'f', (float)config_float(cfg, "objective.beta"), oc.beta},
+        {"objective.tau_pos", 'f', (float)config_float(cfg, "objective.tau_pos"), oc.tau_pos},
+        {"objective.tau_neg", 'f', (float)config_float(cfg, "objective.tau_neg"), oc.tau_neg},
         {"objective.dynamic_sampling", 'b', config_bool(cfg, "objective.dynamic_sampling"),
          oc.dynamic_sampling},
     };
