@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages grpolab needs, only those that are missing.
-# Usage: scripts/deps.sh [--check]   (--check: list what is missing, install nothing)
+# Usage: scripts/deps.sh [--check] [--bench]   (--check: list what is missing, install nothing;
+# --bench: also what `make bench-rl` needs, Debian's PyTorch for its peer and venv for PEER=trl)
 set -eu
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox"
+BENCH_PKGS="python3-torch python3-venv python3-pip"
+check=0
+for a in "$@"; do
+  case "$a" in
+    --check) check=1 ;;
+    --bench) PKGS="$PKGS $BENCH_PKGS" ;;
+    *) echo "deps: unknown option '$a' (--check, --bench)" >&2; exit 2 ;;
+  esac
+done
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -12,7 +22,7 @@ done
 if [ -z "$missing" ]; then
   exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
+if [ "$check" = 1 ]; then
   echo "deps: missing:$missing"
   exit 1
 fi

@@ -474,6 +474,7 @@ static const Command commands[] = {
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
+    {"bench-rl", "the RL step of a train config timed phase by phase (make bench-rl)", cmd_bench_rl},
     {"version", "print the version and which backends are usable", cmd_version},
     {"help", "list the commands", cmd_help},
 };
