@@ -358,7 +358,7 @@ int cmd_bench_rl(int argc, char **argv) {
         printf("  step     %.3f s/step  %.4f s per 1k generated tokens  (%.0f generated tokens per step)\n",
                step_s, 1000 * step_s * steps / sum.gen_tokens, sum.gen_tokens / steps);
         printf("RESULT impl=grpolab mode=%s threads=%d steps=%d gen_tokens=%.0f seq_tokens=%.0f "
-               "rollout_s=%.4f update_s=%.4f rollout_gflop=%.4f update_gflop=%.4f "
+               "rollout_s=%.4f update_s=%.4f rollout_gflop=%.9g update_gflop=%.9g "
                "sgemm_rollout=%.3f sgemm_update=%.3f\n", S.forced ? "forced" : "own",
                omp_get_max_threads(), steps, sum.gen_tokens, sum.seq_tokens, sum.rollout_s,
                sum.update_s, sum.rollout_flops * 1e-9, sum.update_flops * 1e-9, sg_ro, sg_up);
