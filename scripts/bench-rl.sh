@@ -5,7 +5,8 @@
 # Settings (environment): BIN (build/grpolab), CONFIG (experiments/fig5/grpo.ini),
 # MODES ("forced own"), ROUNDS (2: pairs per mode), STEPS (2 timed steps after 1 warm-up),
 # THREADS (2), PEER (torch | trl | none: trl also runs torch), SET (extra --set k=v ...),
-# OUT (folder for the logs and lengths, build/bench-rl).
+# OUT (folder for the logs and lengths, build/bench-rl), INIT (a checkpoint for --init;
+# default: train.init if that file exists, else a fresh model).
 set -eu
 BIN=${BIN:-build/grpolab}
 CONFIG=${CONFIG:-experiments/fig5/grpo.ini}
@@ -16,6 +17,9 @@ THREADS=${THREADS:-2}
 PEER=${PEER:-torch}
 OUT=${OUT:-build/bench-rl}
 mkdir -p "$OUT"
+# every implementation waits the way grpolab does by default (src/sim/omp_wait.h): PyTorch's
+# OpenMP threads spin like grpolab's would, and on a shared machine that decides the figures
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 sets=(--set "run.threads=$THREADS")
 for kv in ${SET:-}; do sets+=(--set "$kv"); done
 results="$OUT/results.txt"
@@ -24,7 +28,7 @@ for mode in $MODES; do
   flag=""; [ "$mode" = forced ] && flag=--forced
   for round in $(seq 1 "$ROUNDS"); do
     echo "== $mode, round $round: grpolab"
-    "$BIN" bench-rl --config "$CONFIG" $flag --steps "$STEPS" --warmup 1 "${sets[@]}" \
+    "$BIN" bench-rl --config "$CONFIG" ${INIT:+--init "$INIT"} $flag --steps "$STEPS" --warmup 1 "${sets[@]}" \
       --lengths-out "$OUT/lengths-$mode.txt" | tee "$OUT/grpolab-$mode-$round.log"
     grep '^RESULT' "$OUT/grpolab-$mode-$round.log" | sed "s/\$/ round=$round/" >> "$results"
     if [ "$PEER" != none ]; then

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "evaluate.h"
 #include "model.h"
+#include "omp_wait.h"
 #include "pretrain.h"
 #include "setup.h"
 #include "train.h"
@@ -489,6 +490,7 @@ static int cmd_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    omp_wait_passive_reexec(argv);
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;

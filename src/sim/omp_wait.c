@@ -1,0 +1,11 @@
+#include "omp_wait.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+void omp_wait_passive_reexec(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");  // no /proc: the runtime's default, as if never set
+}
