@@ -49,7 +49,7 @@ LIB_OBJ += $(BUILD)/src/kernels/cuda_ops.o
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench clean gpu-check gpu-bundle reproduce-fig5
+.PHONY: all deps probe test test-asan test-slurm bench bench-rl clean gpu-check gpu-bundle reproduce-fig5
 
 all: deps probe $(BUILD)/grpolab
 
@@ -120,6 +120,21 @@ bench: all
 	      2>&1 | grep '^train: 5 steps'; \
 	  done; \
 	else echo "(no data/models/base.h5: run grpolab pretrain first for the RL throughput figures)"; fi
+
+# The RL step of experiments/fig5/grpo.ini in grpolab and, alternating in the same run, its
+# PyTorch peer (Debian's python3-torch, installed here on demand); PEER=trl adds TRL's
+# GRPOTrainer in a virtualenv made under $(BUILD)/bench-rl (PyPI). Settings: scripts/bench-rl.sh.
+TRL_VENV = $(BUILD)/bench-rl/trl-venv
+# the TRL release with GRPOTrainer whose dependencies still take Debian's torch 1.13 (numpy 1.x:
+# the ABI that torch 1.13 was built against)
+TRL_PIP = "trl==0.14.0" "transformers==4.46.3" "accelerate==0.34.2" "datasets>=2.21,<3" "numpy<2" "pandas<2.3" "pyarrow<18"
+bench-rl: all
+	@scripts/deps.sh --bench
+	@if [ "$(PEER)" = trl ] && [ ! -x $(TRL_VENV)/bin/python ]; then \
+	  echo "bench-rl: creating $(TRL_VENV) (trl, transformers, accelerate, datasets from PyPI)"; \
+	  /usr/bin/python3 -m venv --system-site-packages $(TRL_VENV) && \
+	  $(TRL_VENV)/bin/pip install -q $(TRL_PIP) || { rm -rf $(TRL_VENV); exit 1; }; fi
+	BIN=$(BUILD)/grpolab OUT=$(BUILD)/bench-rl PEER=$(or $(PEER),torch) scripts/bench-rl.sh
 
 # Everything that needs a GPU (docs/benchmarks.md); run on a GPU machine.
 gpu-check:

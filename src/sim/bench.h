@@ -24,4 +24,10 @@ BenchTrain bench_train_step(Backend *bk, const ModelConfig *cfg, int B, int T, i
 // (temperature 1); returns new tokens per second (prefill included in the time).
 double bench_decode(Backend *bk, const ModelConfig *cfg, int B, int prompt, int new_tokens);
 
+// cblas_sgemm's (kn_matmul_forward's) GFLOP/s on the model's forward matrix products with
+// `rows` rows, every weight shape as often as a forward pass has it; best of reps per shape.
+double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int reps);
+// `grpolab bench-rl` (bench_rl.c): the RL step of a train config, phase by phase.
+int cmd_bench_rl(int argc, char **argv);
+
 #endif

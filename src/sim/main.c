@@ -17,6 +17,7 @@
 #include "logschema.h"
 #include "model.h"
 #include "objective.h"
+#include "omp_wait.h"
 #include "pretrain.h"
 #include "setup.h"
 #include "sweep.h"
@@ -639,6 +640,7 @@ static const Command commands[] = {
     {"objective", "the objective presets: --list, --show NAME (knobs, formulas, other frameworks)", objective_cli},
     {"init", "write a randomly initialised model checkpoint", cmd_init},
     {"bench", "kernel and model benchmarks (make bench)", cmd_bench},
+    {"bench-rl", "the RL step of a train config timed phase by phase (make bench-rl)", cmd_bench_rl},
     {"version", "print the version and which backends are usable", cmd_version},
     {"help", "list the commands", cmd_help},
 };
@@ -663,6 +665,7 @@ static int finish(int rc) {
 }
 
 int main(int argc, char **argv) {
+    omp_wait_passive_reexec(argv);
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;

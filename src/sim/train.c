@@ -23,8 +23,8 @@
 #include "trainlog.h"
 
 // ---------------------------------------------------------------- settings
-static int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char *err,
-                          size_t errlen) {
+int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char *err,
+                   size_t errlen) {
     s->init = config_str(c, "train.init");
     s->steps = (int)config_int(c, "train.steps");
     s->P = (int)config_int(c, "train.prompts_per_step");

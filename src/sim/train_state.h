@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "compare.h"
+#include "config.h"
+#include "objective.h"
 #include "sampler.h"
 #include "template.h"
 #include "update.h"
@@ -63,6 +65,11 @@ typedef struct {
     UpdateWorkspace *ws;                 // the update's buffers
     Compare cmp;                         // diagnostics.compare (n = 0: off)
 } TrainState;
+
+// The [train] settings and the objective of config c, checked (train.micro_batch as written:
+// 0 is resolved by the backend later). 0, or -1 with a message.
+int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char *err,
+                   size_t errlen);
 
 void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with_ref);
 void train_state_free(TrainState *s, Backend *bk);

@@ -1,0 +1,109 @@
+// test_bench_rl.c: `grpolab bench-rl` (src/sim/bench_rl.c) on a tiny model: the step's
+// token counts against the lengths it writes, its FLOP count against the closed form of
+// docs/benchmarks.md computed here from the model's dimensions, and its bad-input errors.
+#include "test_util.h"
+
+// the tiny model: d_model 32, 1 layer, 4 heads (2 KV heads), d_ff 64, the tokenizer's 58 tokens
+enum { V = 58, C = 32, L = 1, NH = 4, NKV = 2, FF = 64, P = 2, G = 4, BUDGET = 12 };
+#define TINY "--config experiments/fig5/grpo.ini --set train.init=/nonexistent.h5 " \
+    "--set model.d_model=32 --set model.n_layers=1 --set model.d_ff=64 " \
+    "--set train.prompts_per_step=2 --set train.group_size=4 --set train.minibatch_size=4 " \
+    "--set world.max_new_tokens=12 --set run.threads=1 --steps 2 --warmup 1"
+
+// Runs bench-rl with extra args; its RESULT line's value of each key in keys (n of them).
+static void run_bench(const char *extra, const char *lengths, const char **keys, double *vals, int n) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    char cmd[2048], line[4096];
+    snprintf(cmd, sizeof cmd, "%s bench-rl " TINY " %s --lengths-out %s 2>/dev/null",
+             bin ? bin : "build/grpolab", extra, lengths);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int found = 0;
+    while (fgets(line, sizeof line, p))
+        if (strncmp(line, "RESULT ", 7) == 0) {
+            found = 1;
+            for (int k = 0; k < n; k++) {
+                char pat[64];
+                snprintf(pat, sizeof pat, " %s=", keys[k]);
+                const char *at = strstr(line, pat);
+                assert_non_null(at);
+                vals[k] = atof(at + strlen(pat));
+            }
+        }
+    assert_int_equal(pclose(p), 0);
+    assert_true(found);
+}
+
+// Sums over the lengths file's responses: generated tokens, processed positions and the
+// forward FLOPs of those positions (2 per weight of a matrix product, the tied output head
+// once, plus 4 * L * C per attended key).
+static int read_lengths(const char *path, double *gen, double *seq, double *flops, int *lens) {
+    double Nmm = L * ((double)C * C + 2.0 * C * (NKV * C / NH) + (double)C * C + 3.0 * C * FF) + (double)V * C;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int s, pl, rl, n = 0;
+    *gen = *seq = *flops = 0;
+    while (fscanf(f, "%d %d %d", &s, &pl, &rl) == 3) {
+        double pos = pl + rl - 1;
+        *gen += rl;
+        *seq += pos;
+        *flops += pos * 2 * Nmm + 4.0 * L * C * pos * (pos + 1) / 2;
+        lens[n++] = rl;
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_forced_counts(void **state) {
+    char dir[] = "/tmp/grpolab-bench-rl-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/len.txt", dir);
+    const char *keys[] = {"gen_tokens", "seq_tokens", "rollout_gflop", "update_gflop", "steps"};
+    double v[5], gen, seq, flops;
+    int lens[64];
+    run_bench("--forced", path, keys, v, 5);
+    int n = read_lengths(path, &gen, &seq, &flops, lens);
+    assert_int_equal(n, 2 * P * G);  // two timed steps
+    for (int i = 0; i < n; i++) assert_int_equal(lens[i], BUDGET);
+    assert_int_equal((int)v[4], 2);
+    assert_true(v[0] == 2.0 * P * G * BUDGET && v[0] == gen);
+    assert_true(v[1] == seq);
+    tu_check_rel("rollout GFLOP against the closed form", fabs(v[2] - flops * 1e-9) / (flops * 1e-9), 1e-6);
+    tu_check_rel("update GFLOP = 4 x rollout (old log-probs + fwd/bwd)", fabs(v[3] - 4 * v[2]) / v[3], 1e-6);
+    tu_remove_dir(dir);
+}
+
+static void test_own_lengths(void **state) {
+    char dir[] = "/tmp/grpolab-bench-rl-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/len.txt", dir);
+    const char *keys[] = {"gen_tokens", "seq_tokens"};
+    double v[2], gen, seq, flops;
+    int lens[64];
+    run_bench("", path, keys, v, 2);
+    int n = read_lengths(path, &gen, &seq, &flops, lens);
+    assert_int_equal(n, 2 * P * G);
+    for (int i = 0; i < n; i++) assert_true(lens[i] >= 1 && lens[i] <= BUDGET);
+    assert_true(v[0] == gen && v[1] == seq);
+    tu_remove_dir(dir);
+}
+
+static void test_bad_input(void **state) {
+    char out[4096];
+    assert_int_equal(tu_run_cli("bench-rl", out, sizeof out), 2);
+    assert_non_null(strstr(out, "--config"));
+    assert_int_equal(tu_run_cli("bench-rl --config experiments/fig5/grpo.ini --set train.minibatch_size=48", out,
+                                sizeof out), 2);
+    assert_non_null(strstr(out, "train.minibatch_size = 48"));
+    assert_int_equal(tu_run_cli("bench-rl --config experiments/fig5/grpo.ini --steps 0", out, sizeof out), 2);
+    assert_non_null(strstr(out, "--steps"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forced_counts),
+        cmocka_unit_test(test_own_lengths),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
