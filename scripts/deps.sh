@@ -2,7 +2,7 @@
 # Installs the Debian packages grpolab needs, only those that are missing.
 # Usage: scripts/deps.sh [--check]   (--check: list what is missing, install nothing)
 set -eu
-PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox"
+PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

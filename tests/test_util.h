@@ -85,6 +85,16 @@ static inline void tu_remove_dir(const char *dir) {
     rmdir(dir);
 }
 
+// Runs the shell command cmd; returns its exit code and what it writes to stdout in out.
+static inline int tu_run_cmd(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    if (!p) fail_msg("cannot run %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 // Runs the grpolab binary ($GRPOLAB_BIN, else build/grpolab) with args; returns its exit code
 // and its stderr in out (stdout is discarded).
 static inline int tu_run_cli(const char *args, char *out, size_t cap) {
@@ -92,12 +102,7 @@ static inline int tu_run_cli(const char *args, char *out, size_t cap) {
     if (!bin) bin = "build/grpolab";
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) fail_msg("cannot run %s", cmd);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tu_run_cmd(cmd, out, cap);
 }
 
 #endif

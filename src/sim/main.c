@@ -11,6 +11,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "config.h"
+#include "dist.h"
 #include "evaluate.h"
 #include "logschema.h"
 #include "model.h"
@@ -452,7 +453,9 @@ static int cmd_train(int argc, char **argv) {
         config_free(c);
         return 2;
     }
-    if (!resume && !cli_flag(&train_spec, &a, "overwrite") && access(out, F_OK) == 0) {
+    int exists = access(out, F_OK) == 0;
+    dist_broadcast(&exists, sizeof exists, 0);  // rank 0's answer: it creates the log
+    if (!resume && !cli_flag(&train_spec, &a, "overwrite") && exists) {
         // a finished run's log is data: never replaced silently
         fprintf(stderr, "grpolab: error: run log '%s' already exists: continue it with --resume, "
                 "replace it with --overwrite, or choose another --out\n", out);
@@ -513,7 +516,7 @@ static int cmd_help(int argc, char **argv) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+static int run_command(int argc, char **argv) {
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;
@@ -526,4 +529,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grpolab: error: unknown command '%s'\n", name);
     cmd_help(0, NULL);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    dist_init(&argc, &argv);  // MPI where mpirun or srun started this process (dist.h)
+    int rc = run_command(argc, argv);
+    dist_finalize();
+    return rc;
 }

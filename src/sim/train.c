@@ -9,6 +9,8 @@
 
 #include "../common.h"
 #include "checkpoint.h"
+#include "dataparallel.h"
+#include "dist.h"
 #include "evaluate.h"
 #include "resume.h"
 #include "rollout.h"
@@ -134,6 +136,7 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
                             char *err, size_t errlen) {
     char msg[1024];
     if (train_settings(cfg, &t->S, &t->oc, err, errlen) != 0) return 2;
+    if (dp_check(t->S.P, err, errlen) != 0) return 2;
     t->opt = setup_adamw(cfg);
     snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s.ckpt.h5", out_path);
     if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
@@ -191,13 +194,16 @@ static int trainer_models(Trainer *t, const Config *cfg, const char *backend_ove
 }
 
 // The run log: a new one, or with resume the checkpoint's state in the policy and the log cut
-// back to its step. 0, or an exit code with a message.
+// back to its step. Every rank loads the checkpoint; only rank 0 writes the log. 0, or an
+// exit code with a message.
 static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path, int resume,
                             char *err, size_t errlen) {
     if (resume) {
         if (resume_load(t->ckpt_path, t->m, err, errlen) != 0) return 2;
+        if (dist_rank() != 0) return 0;
         t->rl = resume_open_log(out_path, cfg, t->start_step, err, errlen);
     } else {
+        if (dist_rank() != 0) return 0;
         char init_fp[17];
         resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
         t->rl = trainlog_create(out_path, cfg, &t->oc, &t->S, backend_name(t->bk->kind), &t->mc,
@@ -247,8 +253,12 @@ static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *
     UpdateStats us;
     update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
                   s->order, s->weights, s->unbiased, &us);
+    // the per-token values of every rank's responses, for rank 0's log
+    dp_gather_tokens(s->logp_old, s->tok_off, r.n, s->rs.n_tok);
+    dp_gather_tokens(s->weights, s->tok_off, r.n, s->rs.n_tok);
     double t2 = wall_time();
     trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
+    if (!t->rl) return 0;  // a rank other than 0
     return trainlog_write_step(t->rl, row, S, s, err, errlen) == 0 ? 0 : 1;
 }
 
@@ -264,6 +274,10 @@ static void print_start(const Trainer *t) {
             baseline_name(oc->baseline), scale_name(oc->scale), aggregation_name(oc->aggregation),
             oc->eps_low, oc->eps_high, oc->beta, (long long)t->start_step, S->steps, S->P, S->G,
             S->M, micro_text, S->epochs, backend_name(t->bk->kind));
+    if (dist_size() > 1)
+        fprintf(stderr, "train: data parallel over %d ranks (%s), %d prompts x %d responses "
+                "each per step; rank 0 writes the log and the checkpoints\n", dist_size(),
+                dist_transport(), S->P / dist_size(), S->G);
 }
 
 static void print_step(const TrainSettings *S, const TrainRow *row, double elapsed, int steps_run) {
@@ -286,20 +300,29 @@ static void print_totals(int steps_run, double tokens, double rollout_s, double 
 }
 
 // ---------------------------------------------------------------- the loop
+// The exit code every rank agrees on after a phase that may fail on some (dist_agree); err
+// is emptied where this rank is not the one to print the message.
+static int agree(int rc, char *err) {
+    int report;
+    rc = dist_agree(rc, &report);
+    if (!report) err[0] = '\0';
+    return rc;
+}
+
 static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     const TrainSettings *S = &t->S;
-    char err[1024];
+    char err[1024] = "";
     TrainState st;
     train_state_alloc(&st, S, t->m, t->ref != NULL);
-    print_start(t);
+    if (dist_rank() == 0) print_start(t);
     double t_run = wall_time(), rollout_s = 0, update_s = 0, tokens = 0;
     int rc = 0, steps_run = 0;
     for (int step = (int)t->start_step; step <= S->steps && rc == 0; step++) {
         if (S->eval_every > 0 && (step % S->eval_every == 0 || step == S->steps))
-            rc = train_eval(t, step, err, sizeof err);
+            rc = agree(dist_rank() == 0 ? train_eval(t, step, err, sizeof err) : 0, err);
         if (rc || step == S->steps) break;
         TrainRow row;
-        rc = train_step(t, &st, step, &row, err, sizeof err);
+        rc = agree(train_step(t, &st, step, &row, err, sizeof err), err);
         if (rc) break;
         steps_run++;
         rollout_s += row.rollout_seconds;
@@ -311,15 +334,17 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
             stats->tokens += row.tokens;
             stats->steps_done = step + 1;
         }
-        print_step(S, &row, wall_time() - t_run, steps_run);
+        if (dist_rank() == 0) print_step(S, &row, wall_time() - t_run, steps_run);
         int done = step + 1;  // the log is flushed up to this step before the checkpoint
-        if ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps)
+        if (dist_rank() == 0 &&
+            ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps))
             if (resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, err, sizeof err) != 0)
                 rc = 1;
+        rc = agree(rc, err);
     }
-    if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
+    if (rc && err[0]) fprintf(stderr, "grpolab: error: %s\n", err);
     if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
-    print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);
+    if (dist_rank() == 0) print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);
     train_state_free(&st, t->bk);
     return rc;
 }
@@ -330,10 +355,11 @@ int train_run(const Config *cfg, const char *backend_override, const char *out_p
     if (stats) memset(stats, 0, sizeof *stats);
     Trainer t;
     memset(&t, 0, sizeof t);
-    int rc = trainer_settings(&t, cfg, out_path, resume, err, sizeof err);
-    if (rc == 0) rc = trainer_models(&t, cfg, backend_override, err, sizeof err);
-    if (rc == 0) rc = trainer_open_log(&t, cfg, out_path, resume, err, sizeof err);
-    if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
-    else rc = train_loop(&t, cfg, stats);
+    // every rank goes on to the next phase, or none does
+    int rc = agree(trainer_settings(&t, cfg, out_path, resume, err, sizeof err), err);
+    if (rc == 0) rc = agree(trainer_models(&t, cfg, backend_override, err, sizeof err), err);
+    if (rc == 0) rc = agree(trainer_open_log(&t, cfg, out_path, resume, err, sizeof err), err);
+    if (rc == 0) rc = train_loop(&t, cfg, stats);
+    else if (err[0]) fprintf(stderr, "grpolab: error: %s\n", err);
     return trainer_close(&t, rc);
 }
