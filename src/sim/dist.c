@@ -29,7 +29,6 @@ static ncclComm_t g_nccl;
 static int g_nccl_ready = 0;
 #endif
 
-#ifdef GRPOLAB_MPI
 // 1 if a launcher (OpenMPI's mpirun, PMI/PMIx as srun uses) started this process.
 static int launched(void) {
     const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
@@ -37,7 +36,6 @@ static int launched(void) {
         if (getenv(vars[i])) return 1;
     return 0;
 }
-#endif
 
 #ifdef DIST_CUDA
 // This process's rank among the ranks on its node.
@@ -66,6 +64,14 @@ void dist_init(int *argc, char ***argv) {
 #else
     (void)argc;
     (void)argv;
+    // R copies of one run would write the same log: refuse rather than run them
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
+    if (launched() && n && atoi(n) > 1) {
+        fprintf(stderr, "grpolab: error: started as one of %s processes, but this grpolab was "
+                "built without MPI (install libopenmpi-dev and openmpi-bin, scripts/deps.sh, and "
+                "rebuild; or run one process without mpirun)\n", n);
+        exit(2);
+    }
 #endif
 }
 
