@@ -30,6 +30,10 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvc
 CUDA ?= $(if $(NVCC),1,0)
 MPICC := $(shell command -v mpicc 2>/dev/null)
 NCCL_H := $(firstword $(wildcard /usr/include/nccl.h /usr/local/cuda/include/nccl.h))
+# MPI=1 (the default where mpicc is found) builds `grpolab train` data parallel over MPI
+# (src/sim/dist.c); MPI=0 builds the one-process communicator. The compiler stays CC: mpicc
+# (OpenMPI's --showme) only gives the flags.
+MPI ?= $(if $(MPICC),1,0)
 
 SRC_C := $(sort $(wildcard src/kernels/*.c src/sim/*.c src/analysis/*.c)) src/common.c
 MAIN_C := src/sim/main.c
@@ -49,6 +53,17 @@ LIB_OBJ += $(BUILD)/src/kernels/cuda_ops.o
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 
+ifeq ($(MPI),1)
+CFLAGS += -DGRPOLAB_MPI $(shell $(MPICC) --showme:compile)
+LDLIBS += $(shell $(MPICC) --showme:link)
+# NCCL sums the gradients of a CUDA run where its header and library are there
+NCCL_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libnccl.so $(CUDA_HOME)/lib64/libnccl.so))
+ifeq ($(CUDA)$(if $(NCCL_H),1,0)$(if $(NCCL_LIB),1,0),111)
+CFLAGS += -DGRPOLAB_NCCL -I$(dir $(NCCL_H))
+LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
+endif
+endif
+
 .PHONY: all deps probe test test-asan test-slurm bench bench-rl clean gpu-check gpu-bundle reproduce-fig5
 
 all: deps probe $(BUILD)/grpolab
@@ -57,7 +72,7 @@ deps:
 	@scripts/deps.sh
 
 probe:
-	@echo "grpolab build: cc=$(CC) nvcc=$(if $(NVCC),$(NVCC),none) cuda-backend=$(if $(filter 1,$(CUDA)),yes,no) mpi=$(if $(MPICC),$(MPICC),none) nccl=$(if $(NCCL_H),$(NCCL_H),none) build=$(BUILD)"
+	@echo "grpolab build: cc=$(CC) nvcc=$(if $(NVCC),$(NVCC),none) cuda-backend=$(if $(filter 1,$(CUDA)),yes,no) mpi=$(if $(filter 1,$(MPI)),$(MPICC),none) nccl=$(if $(filter -DGRPOLAB_NCCL,$(CFLAGS)),$(NCCL_H),none) build=$(BUILD)"
 
 $(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) | deps
 	@mkdir -p $(dir $@)

@@ -5,7 +5,7 @@
 #   --slurm  the optional Slurm and munge packages of `make test-slurm` instead (tests/slurm/)
 #   --bench  also what `make bench-rl` needs: Debian's PyTorch for its peer, venv for PEER=trl
 set -eu
-PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox"
+PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox libopenmpi-dev openmpi-bin"
 BENCH_PKGS="python3-torch python3-venv python3-pip"
 CHECK=0
 for a in "$@"; do

@@ -85,13 +85,8 @@ static inline void tu_remove_dir(const char *dir) {
     rmdir(dir);
 }
 
-// Runs the grpolab binary ($GRPOLAB_BIN, else build/grpolab) with args; returns its exit code
-// and its stderr in out (stdout is discarded).
-static inline int tu_run_cli(const char *args, char *out, size_t cap) {
-    const char *bin = getenv("GRPOLAB_BIN");
-    if (!bin) bin = "build/grpolab";
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
+// Runs the shell command cmd; returns its exit code and what it writes to stdout in out.
+static inline int tu_run_cmd(const char *cmd, char *out, size_t cap) {
     FILE *p = popen(cmd, "r");
     if (!p) fail_msg("cannot run %s", cmd);
     size_t n = fread(out, 1, cap - 1, p);
@@ -111,6 +106,16 @@ static inline char *tu_read_file(const char *p, size_t *n) {
     *n = fread(b, 1, (size_t)(len > 0 ? len : 0), f);
     fclose(f);
     return b;
+}
+
+// Runs the grpolab binary ($GRPOLAB_BIN, else build/grpolab) with args; returns its exit code
+// and its stderr in out (stdout is discarded).
+static inline int tu_run_cli(const char *args, char *out, size_t cap) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
+    return tu_run_cmd(cmd, out, cap);
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "config.h"
+#include "dist.h"
 #include "evaluate.h"
 #include "h5util.h"
 #include "logschema.h"
@@ -572,15 +573,21 @@ static int cmd_train(int argc, char **argv) {
         return 2;
     }
     // the claim first, so that the check below and the log's creation are one step for
-    // another train on the same --out (train_run creates a missing directory and claims then)
+    // another train on the same --out (train_run creates a missing directory and claims then);
+    // with several ranks rank 0 alone claims and writes, and its answers hold for all
     char err[1024];
-    int claimed = check_parent_dir("", out, NULL, 0) == 0;
-    if (claimed && out_claim("cannot write run log", out, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
+    int claimed = dist_rank() == 0 && check_parent_dir("", out, NULL, 0) == 0;
+    int refused = claimed && out_claim("cannot write run log", out, err, sizeof err) != 0;
+    if (refused) fprintf(stderr, "grpolab: error: %s\n", err);
+    if (refused) claimed = 0;
+    dist_broadcast(&refused, sizeof refused, 0);
+    if (refused) {
         config_free(c);
         return 2;
     }
-    if (!resume && !cli_flag(&train_spec, &a, "overwrite") && access(out, F_OK) == 0) {
+    int exists = access(out, F_OK) == 0;
+    dist_broadcast(&exists, sizeof exists, 0);  // rank 0's answer: it creates the log
+    if (!resume && !cli_flag(&train_spec, &a, "overwrite") && exists) {
         // a finished run's log is data: never replaced silently
         fprintf(stderr, "grpolab: error: run log '%s' already exists: continue it with --resume, "
                 "replace it with --overwrite, or choose another --out\n", out);
@@ -664,8 +671,7 @@ static int finish(int rc) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    omp_wait_passive_reexec(argv);
+static int run_command(int argc, char **argv) {
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;
@@ -678,4 +684,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grpolab: error: unknown command '%s'\n", name);
     cmd_help(0, NULL);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    omp_wait_passive_reexec(argv);
+    dist_init(&argc, &argv);  // MPI where mpirun or srun started this process (dist.h)
+    int rc = run_command(argc, argv);
+    dist_finalize();
+    return rc;
 }

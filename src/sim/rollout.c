@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "dataparallel.h"
 
 int rollout_collect(TrainState *s, const TrainSettings *S, Model *m, const Tokenizer *tk,
                     const SamplerConfig *sc, int step, char *err, size_t errlen) {
@@ -32,7 +33,8 @@ int rollout_collect(TrainState *s, const TrainSettings *S, Model *m, const Token
                (size_t)s->plen_p[p] * sizeof(int));
         s->prompt_ptr[i] = s->prompt_ids + (size_t)p * cap;
     }
-    sampler_generate(m, sc, s->prompts, s->plen, N, Tp, (uint64_t)step * N, &s->gen);
+    // each rank samples its share, gathered on every rank (one process: all of them)
+    dp_generate(m, sc, s->prompts, s->plen, N, Tp, (uint64_t)step * N, &s->gen);
     return 0;
 }
 

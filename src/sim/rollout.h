@@ -11,7 +11,8 @@
 #include "tokenizer.h"
 #include "train_state.h"
 
-// The step's tasks, their prompts and the sampled responses (s->tasks .. s->gen).
+// The step's tasks, their prompts and the sampled responses (s->tasks .. s->gen); with
+// several ranks each samples its share and every rank gets all (dataparallel.h).
 // 0, or 2 with a message in err when a prompt with the budget does not fit the context.
 int rollout_collect(TrainState *s, const TrainSettings *S, Model *m, const Tokenizer *tk,
                     const SamplerConfig *sc, int step, char *err, size_t errlen);

@@ -14,6 +14,8 @@
 
 #include "../common.h"
 #include "checkpoint.h"
+#include "dataparallel.h"
+#include "dist.h"
 #include "evaluate.h"
 #include "h5util.h"
 #include "resume.h"
@@ -159,6 +161,7 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
                             char *err, size_t errlen) {
     char msg[1024];
     if (train_settings(cfg, &t->S, &t->oc, err, errlen) != 0) return 2;
+    if (dp_check(t->S.P, err, errlen) != 0) return 2;
     t->opt = setup_adamw(cfg);
     snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s.ckpt.h5", out_path);
     if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
@@ -258,6 +261,7 @@ static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path,
                             char *err, size_t errlen) {
     if (resume) {
         if (t->rp.from_checkpoint && resume_load(t->ckpt_path, t->m, err, errlen) != 0) return 2;
+        if (dist_rank() != 0) return 0;  // every rank loads the checkpoint; rank 0 writes the log
         if (!t->rp.from_checkpoint)
             fprintf(stderr, "train: --resume: no checkpoint %s yet (the run stopped before its first): "
                     "the run starts again from step 0 with its logged config; the %lld logged step%s "
@@ -267,6 +271,7 @@ static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path,
         if (!t->rl) return 2;
         if (t->S.compare.n > 0 && trainlog_declare_compare(t->rl, err, errlen) != 0) return 2;
     } else {
+        if (dist_rank() != 0) return 0;
         char init_fp[17];
         resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
         new_run_id(t->run_id);
@@ -364,8 +369,12 @@ static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *
     update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
                   s->order, s->weights, s->unbiased, &us);
     if (check_finite(t, step, &us, err, errlen) != 0) return 1;  // nothing of the step is logged
+    // the per-token values of every rank's responses, for rank 0's log
+    dp_gather_tokens(s->logp_old, s->tok_off, r.n, s->rs.n_tok);
+    dp_gather_tokens(s->weights, s->tok_off, r.n, s->rs.n_tok);
     double t2 = wall_time();
     trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
+    if (!t->rl) return 0;  // a rank other than 0
     if (compare_write(&s->cmp, t->rl, err, errlen) != 0) return 1;
     return trainlog_write_step(t->rl, row, S, s, err, errlen) == 0 ? 0 : 1;
 }
@@ -382,6 +391,10 @@ static void print_start(const Trainer *t) {
             baseline_name(oc->baseline), scale_name(oc->scale), aggregation_name(oc->aggregation),
             oc->eps_low, oc->eps_high, oc->beta, (long long)t->start_step, S->steps, S->P, S->G,
             S->M, micro_text, S->epochs, backend_name(t->bk->kind));
+    if (dist_size() > 1)
+        fprintf(stderr, "train: data parallel over %d ranks (%s), %d prompts x %d responses "
+                "each per step; rank 0 writes the log and the checkpoints\n", dist_size(),
+                dist_transport(), S->P / dist_size(), S->G);
 }
 
 static void print_step(const TrainSettings *S, const TrainRow *row, double elapsed, int steps_run) {
@@ -440,12 +453,21 @@ static void print_resume_hint(const Trainer *t) {
 }
 
 // ---------------------------------------------------------------- the loop
+// The exit code every rank agrees on after a phase that may fail on some (dist_agree); err
+// is emptied where this rank is not the one to print the message.
+static int agree(int rc, char *err) {
+    int report;
+    rc = dist_agree(rc, &report);
+    if (!report) err[0] = '\0';
+    return rc;
+}
+
 static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     const TrainSettings *S = &t->S;
-    char err[1024];
+    char err[1024] = "";
     TrainState st;
     train_state_alloc(&st, S, t->m, t->ref != NULL);
-    print_start(t);
+    if (dist_rank() == 0) print_start(t);
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -457,12 +479,13 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     double t_run = wall_time(), rollout_s = 0, update_s = 0, tokens = 0;
     int rc = 0, steps_run = 0, saved = 1;  // saved: the state after the last step is on disk
     int step = (int)t->start_step;
-    for (; step <= S->steps && rc == 0 && !stop_signal; step++) {
+    for (; step <= S->steps && rc == 0; step++) {
         if (S->eval_every > 0 && (step % S->eval_every == 0 || step == S->steps))
-            rc = train_eval(t, step, err, sizeof err);
+            rc = agree(dist_rank() == 0 ? train_eval(t, step, err, sizeof err) : 0, err);
+        stop_signal = dist_max_int((int)stop_signal);  // a signal to one rank stops them all
         if (rc || step == S->steps || stop_signal) break;
         TrainRow row;
-        rc = train_step(t, &st, step, &row, err, sizeof err);
+        rc = agree(train_step(t, &st, step, &row, err, sizeof err), err);
         if (rc) break;
         steps_run++;
         saved = 0;
@@ -475,18 +498,22 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
             stats->tokens += row.tokens;
             stats->steps_done = step + 1;
         }
-        print_step(S, &row, wall_time() - t_run, steps_run);
+        if (dist_rank() == 0) print_step(S, &row, wall_time() - t_run, steps_run);
         int done = step + 1;  // the log is flushed up to this step before the checkpoint
         if ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps) {
-            if (resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, t->run_id, err, sizeof err) != 0)
+            if (dist_rank() == 0 &&
+                resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, t->run_id, err, sizeof err) != 0)
                 rc = 1;
             saved = 1;
         }
+        rc = agree(rc, err);
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
-    if (rc == 0 && stop_signal) {
+    if (rc && err[0]) fprintf(stderr, "grpolab: error: %s\n", err);
+    if (rc == 0 && stop_signal && dist_rank() != 0) {
+        rc = 128 + stop_signal;  // rank 0 saves and says how to go on
+    } else if (rc == 0 && stop_signal) {
         // every draw is keyed by (run.seed, step): a checkpoint after any step goes on exactly
         rc = 128 + stop_signal;
         if (!saved && resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, step, t->run_id, err,
@@ -499,11 +526,11 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
         } else {
             fprintf(stderr, "train: stopped by signal %d before the first step\n", (int)stop_signal);
         }
-    } else if (rc == 1 && !t->diverged && steps_run + t->start_step > 0) {
+    } else if (rc == 1 && !t->diverged && steps_run + t->start_step > 0 && dist_rank() == 0) {
         print_resume_hint(t);
     }
     if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
-    print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);
+    if (dist_rank() == 0) print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);
     train_state_free(&st, t->bk);
     return rc;
 }
@@ -517,36 +544,42 @@ int train_run(const Config *cfg_in, const char *backend_override, const char *ou
     // made) and is writable, no other process writes this run, and a new run replaces no log
     // unless asked to (checked under the claim: two runs started at once cannot both pass)
     const char *what = resume ? "cannot resume run log" : "cannot create run log";
-    if ((!resume && trainlog_make_parent_dirs(out_path, err, sizeof err) != 0) ||
-        out_claim(what, out_path, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        return 2;
+    int rc = 0;  // rank 0 alone claims and writes the output; the other ranks take its answer
+    err[0] = '\0';
+    if (dist_rank() == 0) {
+        if ((!resume && trainlog_make_parent_dirs(out_path, err, sizeof err) != 0) ||
+            out_claim(what, out_path, err, sizeof err) != 0) {
+            rc = 2;
+        } else if (check_out_path(what, out_path, mode != TRAIN_NEW, err, sizeof err) != 0 ||
+                   (resume && access(out_path, F_OK) != 0 &&
+                    set_err(err, sizeof err, "--resume: run log '%s' does not exist (start the run "
+                            "without --resume)", out_path))) {
+            out_release(out_path);
+            rc = 2;
+        }
     }
-    if (check_out_path(what, out_path, mode != TRAIN_NEW, err, sizeof err) != 0 ||
-        (resume && access(out_path, F_OK) != 0 &&
-         set_err(err, sizeof err, "--resume: run log '%s' does not exist (start the run without "
-                 "--resume)", out_path))) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        out_release(out_path);
+    if (agree(rc, err) != 0) {
+        if (err[0]) fprintf(stderr, "grpolab: error: %s\n", err);
         return 2;
     }
     Config *cfg = resume_resolved_config(cfg_in, err, sizeof err);
     if (!cfg) {
         fprintf(stderr, "grpolab: error: %s\n", err);
-        out_release(out_path);
+        if (dist_rank() == 0) out_release(out_path);
         return 2;
     }
     Trainer t;
     memset(&t, 0, sizeof t);
     t.out_path = out_path;
     t.overwrite = mode == TRAIN_OVERWRITE;
-    int rc = trainer_settings(&t, cfg, out_path, resume, err, sizeof err);
-    if (rc == 0) rc = trainer_models(&t, cfg, backend_override, err, sizeof err);
-    if (rc == 0) rc = trainer_open_log(&t, cfg, out_path, resume, err, sizeof err);
-    if (rc) fprintf(stderr, "grpolab: error: %s\n", err);
-    else rc = train_loop(&t, cfg, stats);
+    // every rank goes on to the next phase, or none does
+    rc = agree(trainer_settings(&t, cfg, out_path, resume, err, sizeof err), err);
+    if (rc == 0) rc = agree(trainer_models(&t, cfg, backend_override, err, sizeof err), err);
+    if (rc == 0) rc = agree(trainer_open_log(&t, cfg, out_path, resume, err, sizeof err), err);
+    if (rc == 0) rc = train_loop(&t, cfg, stats);
+    else if (err[0]) fprintf(stderr, "grpolab: error: %s\n", err);
     rc = trainer_close(&t, rc);
     config_free(cfg);
-    out_release(out_path);
+    if (dist_rank() == 0) out_release(out_path);
     return rc;
 }

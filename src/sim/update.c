@@ -9,6 +9,8 @@
 #include "../common.h"
 #include "../kernels/philox.h"
 #include "compare.h"
+#include "dataparallel.h"
+#include "dist.h"
 #include "tokenizer.h"
 
 struct UpdateWorkspace {
@@ -25,6 +27,7 @@ struct UpdateWorkspace {
     float *w, *loss, *kl, *coef;
     int *clip_low, *clip_high;
     float *g_obj, *g_unb;
+    int *mine;  // this rank's rows of a minibatch (dataparallel.h)
     // device: the same inputs and outputs, and dL/dlogp of the backward
     float *d_logp_old, *d_logp_ref, *d_adv, *d_w, *d_loss, *d_kl, *d_coef, *d_dlogp;
     int *d_start, *d_len, *d_clip_low, *d_clip_high;
@@ -48,6 +51,7 @@ static size_t host_buffers(UpdateWorkspace *ws, Buffer *b) {
         {(void **)&ws->w, fb},        {(void **)&ws->loss, fb},      {(void **)&ws->kl, fb},
         {(void **)&ws->coef, rf},     {(void **)&ws->clip_low, ri},  {(void **)&ws->clip_high, ri},
         {(void **)&ws->g_obj, np * sizeof(float)}, {(void **)&ws->g_unb, np * sizeof(float)},
+        {(void **)&ws->mine, ri},
     };
     memcpy(b, all, sizeof all);
     return sizeof all / sizeof all[0];
@@ -272,8 +276,8 @@ static void unbiased_backward(UpdateWorkspace *ws, Model *m, const Rollout *r, c
     backward_weights(ws, m, ws->d_w, n, T);
 }
 
-// The cosine of the objective's gradient (in m) with the unbiased policy gradient over the
-// same minibatch, whose passes are ws->rows in runs of mb; the last pass (from last0, T
+// The cosine of the objective's gradient (in m, summed over the ranks) with the unbiased
+// policy gradient over the same minibatch, whose passes (this rank's rows) are ws->rows in runs of mb; the last pass (from last0, T
 // last_T) is still m's forward. The objective's gradient is left in m.
 static double bias_cosine(UpdateWorkspace *ws, Model *m, const Rollout *r, int n, int mb,
                           int last0, int last_T, const float *unbiased_adv) {
@@ -282,12 +286,13 @@ static double bias_cosine(UpdateWorkspace *ws, Model *m, const Rollout *r, int n
     const int *rows = ws->rows;
     bk_download(ws->bk, ws->g_obj, model_grads(m), np * sizeof(float));
     model_zero_grad(m);
-    unbiased_backward(ws, m, r, rows + last0, n - last0, last_T, unbiased_adv);
+    if (n > 0) unbiased_backward(ws, m, r, rows + last0, n - last0, last_T, unbiased_adv);
     for (int c0 = 0; c0 < last0; c0 += mb) {
         int T = minibatch_forward(ws, m, r, rows + c0, mb, 0, 0);
         unbiased_backward(ws, m, r, rows + c0, mb, T, unbiased_adv);
     }
     bk_download(ws->bk, ws->g_unb, model_grads(m), np * sizeof(float));
+    dist_sum_float(ws->g_unb, np);  // the other ranks' rows of the minibatch
     bk_upload(ws->bk, model_grads(m), ws->g_obj, np * sizeof(float));
     double dot = 0, na = 0, nb = 0;
     for (size_t j = 0; j < np; j++) {
@@ -298,17 +303,32 @@ static double bias_cosine(UpdateWorkspace *ws, Model *m, const Rollout *r, int n
     return na > 0 && nb > 0 ? dot / sqrt(na * nb) : NAN;
 }
 
-double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
-                                 const Rollout *r, const int *idx, int n, int micro,
-                                 float *weights, const float *unbiased_adv, MinibatchStats *st) {
+// The sum of the response lengths of the rows idx[0..n), in their order.
+static double lengths_sum(const Rollout *r, const int *idx, int n) {
+    double sum = 0;
+    for (int k = 0; k < n; k++) sum += r->resp_len[idx[k]];
+    return sum;
+}
+
+// The statistics of a minibatch summed over the ranks.
+static void stats_sum(MinibatchStats *s) {
+    double x[6] = {s->loss, s->kl_sum, s->entropy_sum, (double)s->tokens, (double)s->clipped_low,
+                   (double)s->clipped_high};
+    dist_sum_double(x, 6);
+    *s = (MinibatchStats){.loss = x[0], .kl_sum = x[1], .entropy_sum = x[2],
+                          .tokens = (long long)x[3], .clipped_low = (long long)x[4],
+                          .clipped_high = (long long)x[5]};
+}
+
+// update_minibatch_gradient of this rank's rows idx[0..n) of a minibatch of M responses
+// whose lengths sum to sum_len; the gradients and statistics are then the whole minibatch's,
+// summed over the ranks (with one rank: its own).
+static double minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+                                 const Rollout *r, const int *idx, int n, int M, double sum_len,
+                                 int micro, float *weights, const float *unbiased_adv,
+                                 MinibatchStats *st) {
     MinibatchStats s = {0};
-    if (n <= 0) {
-        if (st) *st = s;
-        return NAN;
-    }
     int mb = forward_rows(ws, r, idx, n, micro);
-    double sum_len = 0;  // the aggregation's normalizers are the whole minibatch's
-    for (int k = 0; k < n; k++) sum_len += r->resp_len[idx[k]];
     int last0 = 0, last_T = 0, passes = (n + mb - 1) / mb;
     for (int c0 = 0; c0 < n; c0 += mb) {
         int nc = n - c0 < mb ? n - c0 : mb;
@@ -319,11 +339,25 @@ double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
             norm *= passes;
         }
         last0 = c0;
-        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, nc, n, norm, weights, &s);
+        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, nc, M, norm, weights, &s);
     }
+    dist_sum_grads(ws->bk, model_grads(m), model_num_params(m));
+    stats_sum(&s);
     double cosine = unbiased_adv ? bias_cosine(ws, m, r, n, mb, last0, last_T, unbiased_adv) : NAN;
     if (st) *st = s;
     return cosine;
+}
+
+double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+                                 const Rollout *r, const int *idx, int n, int micro,
+                                 float *weights, const float *unbiased_adv, MinibatchStats *st) {
+    if (n <= 0) {
+        if (st) *st = (MinibatchStats){0};
+        return NAN;
+    }
+    // the aggregation's normalizers are the whole minibatch's
+    return minibatch_gradient(ws, m, oc, r, idx, n, n, lengths_sum(r, idx, n), micro, weights,
+                              unbiased_adv, st);
 }
 
 // ---------------------------------------------------------------- PPO epochs
@@ -350,20 +384,24 @@ void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveCon
     for (int epoch = 0; epoch < plan->epochs && n_kept > 0; epoch++) {
         memcpy(order, kept, (size_t)n_kept * sizeof(int));
         shuffle(order, n_kept, plan->seed, plan->step, epoch);
+        // each rank runs its own rows of a minibatch (dataparallel.h)
         if (epoch == 0)
-            for (int k0 = 0; k0 < n_kept; k0 += M)
-                update_old_logp(ws, m, ref, r, order + k0, n_kept - k0 < M ? n_kept - k0 : M,
-                                plan->micro);
+            for (int k0 = 0; k0 < n_kept; k0 += M) {
+                int nl = dp_select(order + k0, n_kept - k0 < M ? n_kept - k0 : M, r->n, ws->mine);
+                update_old_logp(ws, m, ref, r, ws->mine, nl, plan->micro);
+            }
         for (int k0 = 0; k0 < n_kept; k0 += M) {
             int n = n_kept - k0 < M ? n_kept - k0 : M;
             int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
             if (plan->compare && epoch == 0 && k0 == 0)  // same responses, parameters before the update
                 compare_minibatch(plan->compare, ws, m, r, order + k0, n, plan->micro, unbiased);
+            double sum_len = lengths_sum(r, order + k0, n);  // of the whole minibatch
+            int nl = dp_select(order + k0, n, r->n, ws->mine);
             MinibatchStats st;
             model_zero_grad(m);
-            double cs = update_minibatch_gradient(ws, m, oc, r, order + k0, n, plan->micro,
-                                                  epoch == 0 ? weights : NULL,
-                                                  diag ? unbiased : NULL, &st);
+            double cs = minibatch_gradient(ws, m, oc, r, ws->mine, nl, n, sum_len, plan->micro,
+                                           epoch == 0 ? weights : NULL, diag ? unbiased : NULL,
+                                           &st);
             if (diag) out->cosine = cs;
             out->gnorm_sum += model_adamw_step(m, opt);
             out->loss_sum += st.loss;

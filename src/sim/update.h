@@ -73,7 +73,8 @@ void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r
 // minibatch (token weight unbiased_adv[i] on every token of response i, sum over tokens, no
 // normalisation; the passes before the last are run forward again) are then computed as
 // well: its cosine with the objective's gradient is returned and the objective's gradient is
-// left in m. Returns NaN otherwise.
+// left in m. Returns NaN otherwise. With several ranks (dataparallel.h) this is one rank's
+// call with its own rows: the gradients and statistics are those of all ranks' rows.
 double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                                  const Rollout *r, const int *idx, int n, int micro,
                                  float *weights, const float *unbiased_adv, MinibatchStats *st);
@@ -101,7 +102,8 @@ typedef struct {
 // (the last one smaller if n_kept is not a multiple: its c_i then use its own size), one
 // AdamW step of m per minibatch. The first epoch first fills r's old (and reference) log-probs
 // and writes the token weights to weights; unbiased (per response) is the bias diagnostic's
-// advantage, used on the first minibatch when plan->bias_diagnostic.
+// advantage, used on the first minibatch when plan->bias_diagnostic. With several ranks each
+// runs the rows of each minibatch that it sampled, normalised as the whole minibatch.
 void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
                    const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
                    const int *kept, int n_kept, int *order, float *weights,
