@@ -61,6 +61,8 @@ while [ "$n" -lt "$MAX" ]; do
   say "SEEDS=$n: training the pair of seed $seed"
   SEEDS=$n JOBS=1 BACKEND=$BACKEND GRPOLAB=$PRE/grpolab scripts/reproduce-fig5.sh
   rc=$?
+  # the pair's training output (`sweep run` writes it to RUNS/NAME.log) into this log too
+  for obj in grpo dr_grpo; do cat "$RUNS/fig5_${obj}_s$seed.log" 2>/dev/null || true; done
   why=""
   for obj in grpo dr_grpo; do
     f=$RUNS/fig5_${obj}_s$seed.h5

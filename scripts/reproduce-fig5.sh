@@ -2,7 +2,9 @@
 # `make reproduce-fig5`: Fig. 5 of Liu et al. 2025 (GRPO vs Dr. GRPO) from a fresh clone.
 #   1. pretrain the base model if it is missing (experiments/base/pretrain.ini)
 #   2. train GRPO and Dr. GRPO from it (experiments/fig5/{grpo,dr_grpo}.ini), SEEDS seeds each
-#      (run.seed = 1234, 1235, ...; both objectives get the same seeds)
+#      (run.seed = 1234, 1235, ...; both objectives get the same seeds): one `grpolab sweep run`
+#      of the sweep file RUNS/fig5.sweep that this script writes (grpo.ini with the grid
+#      objective.preset = grpo, dr_grpo x run.seed; the two files differ only in the preset)
 #   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
 #      the summary (also written to plots/summary.md)
 # Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a base model briefly
@@ -11,9 +13,10 @@
 # SET="key=value ..." (settings on top of both fig5 configs for the RL runs, as `--set`; the
 # base model is not affected) with TAG=name (required with SET: the runs go to
 # data/runs/NAME and the figures to plots/NAME, so that they do not mix with the default
-# runs; scripts/fig5-paths.sh),
-# GRPOLAB=path of the binary, JOBS=N|auto: train N runs at a time, each on nproc/N threads
-# (run.threads) with its output in RUN.h5.log and a progress line per run every minute.
+# runs; scripts/fig5-paths.sh; run.seed and objective.preset are the grid's, not SET's),
+# GRPOLAB=path of the binary, JOBS=N|auto: train N runs at a time (`sweep run --jobs N`), each
+# on nproc/N threads (run.threads) when N > 1, with its output in RUNS/NAME.log and a progress
+# line per run every minute.
 # auto (the default) is 1 on a GPU (where two runs side by side are slower than one after
 # the other) and min(nproc, 2 x SEEDS) on the CPU: on the 2-core CPU both objectives side by
 # side on one thread each, which is faster than one run after the other on two threads
@@ -24,7 +27,7 @@
 # with now (`grpolab config --against-model`); if not, the script stops and lists the keys.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
 # its checkpoint (--resume). A run that exists is first compared with the config it would be
-# trained with now (`grpolab config --against`); if they differ, nothing is trained and the
+# trained with now (`grpolab sweep plan`, as `config --against`); if they differ, nothing is trained and the
 # keys are listed: delete (or move) data/runs/fig5_* to train afresh after changing a config.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,102 +110,55 @@ if [ "$JOBS" = auto ]; then
   fi
   say "JOBS=auto: $JOBS run(s) at a time"
 fi
-THREADS=()
-if [ "$JOBS" -gt 1 ]; then
-  t=$(( $(nproc) / JOBS )); [ "$t" -ge 1 ] || t=1
-  THREADS=(--set "run.threads=$t")
-fi
-# The settings a run of seed $1 is trained with on top of its config file (into `sets`).
-run_sets() { sets=(--set "train.init=$BASE" --set "run.seed=$1" "${TRAIN_SET[@]}"); }
+# The sweep file: every run's settings on top of grpo.ini in [set] (a key given twice, as SET
+# over QUICK's, keeps its last value), the grid in the order of the old per-run loop (seed,
+# then objective) and the run logs named as before: RUNS/fig5_<preset>_s<seed>.h5.
+SWEEP=$RUNS/fig5.sweep
+declare -A SET_VAL=()
+SET_KEYS=()
+for ((j = 1; j < ${#TRAIN_SET[@]}; j += 2)); do
+  kv=${TRAIN_SET[j]}
+  [ -n "${SET_VAL[${kv%%=*}]+x}" ] || SET_KEYS+=("${kv%%=*}")
+  SET_VAL[${kv%%=*}]=${kv#*=}
+done
+{
+  echo "# written by scripts/reproduce-fig5.sh (make reproduce-fig5); it is written again each time"
+  echo "[sweep]"
+  echo "config = experiments/fig5/grpo.ini"
+  echo "out = $RUNS"
+  echo "name = fig5"
+  echo "run_name = fig5_{objective.preset}_s{run.seed}"
+  echo "[set]"
+  [ -n "${SET_VAL[train.init]+x}" ] || echo "train.init = $BASE"
+  for k in "${SET_KEYS[@]}"; do echo "$k = ${SET_VAL[$k]}"; done
+  echo "[grid]"
+  echo "run.seed = 1234..$((1233 + SEEDS))"
+  echo "objective.preset = grpo, dr_grpo"
+} > "$SWEEP"
+runs=()
+for ((k = 0; k < SEEDS; k++)); do
+  for obj in grpo dr_grpo; do runs+=("$RUNS/fig5_${obj}_s$((1234 + k)).h5"); done
+done
 # Before anything is trained: every run that exists must have been made with the config it
 # would be trained with now, or its figures would not be those of the config files.
-stale=0
-for ((k = 0; k < SEEDS; k++)); do
-  for obj in grpo dr_grpo; do
-    out=$RUNS/fig5_${obj}_s$((1234 + k)).h5
-    [ -f "$out" ] || continue
-    run_sets $((1234 + k))
-    rc=0
-    msg=$("$BIN" config --print "experiments/fig5/$obj.ini" "${sets[@]}" --against "$out" 2>&1) || rc=$?
-    if [ "$rc" -ne 0 ]; then
-      stale=1
-      say "$msg"
-    fi
-  done
-done
-if [ "$stale" = 1 ]; then
+rc=0
+plan=$("$BIN" sweep plan "$SWEEP" 2>&1) || rc=$?
+if [ "$rc" = 1 ]; then
+  # the plan's line under each refused run: the log, the keys that differ, stored vs now
+  while IFS= read -r msg; do say "$msg"; done < <(printf '%s\n' "$plan" | awk '/\[REFUSED\]$/ {getline; sub(/^ +/, ""); print}')
   say "stopping before training: delete or move the runs above to train them again with the current config (nothing was changed)"
   exit 1
+elif [ "$rc" != 0 ]; then
+  printf '%s\n' "$plan" >&2
+  say "stopping: $SWEEP is refused (above)"
+  exit 2
 fi
-
-runs=()
-running=0
-failed=0
-declare -A RUN_OF=()  # background pid -> its run log
-# Wait until one background run ends and remember a failure; meanwhile, every minute, the
-# step, reward and ETA of each run from the last progress line of its .log.
-reap() {
-  local waited=0 pid rc line
-  while :; do
-    for pid in "${!RUN_OF[@]}"; do
-      kill -0 "$pid" 2>/dev/null && continue
-      rc=0
-      wait "$pid" || rc=$?
-      if [ "$rc" -ne 0 ]; then
-        failed=1
-        say "${RUN_OF[$pid]} failed (exit $rc): see ${RUN_OF[$pid]}.log"
-      else
-        say "${RUN_OF[$pid]} done"
-      fi
-      unset "RUN_OF[$pid]"
-      running=$((running - 1))
-      return
-    done
-    sleep 2
-    waited=$((waited + 2))
-    if [ $((waited % 60)) = 0 ]; then
-      for pid in $(printf '%s\n' "${!RUN_OF[@]}" | sort -n); do  # in the order they started
-        line=$(grep -a '^train step' "${RUN_OF[$pid]}.log" 2>/dev/null | tail -n 1 |
-               sed -n 's/^train step *\([0-9]*\/[0-9]*\) *reward \([0-9.]*\).*ETA *\([0-9]*s\).*/step \1, reward \2, ETA \3/p')
-        say "  $(basename "${RUN_OF[$pid]}"): ${line:-starting (step-0 evaluation)}"
-      done
-    fi
-  done
-}
-for ((k = 0; k < SEEDS; k++)); do
-  seed=$((1234 + k))
-  for obj in grpo dr_grpo; do
-    out=$RUNS/fig5_${obj}_s${seed}.h5
-    runs+=("$out")
-    mode=(--overwrite)
-    run_sets "$seed"
-    if [ -f "$out" ]; then
-      if "$BIN" summary --check "$out" >/dev/null 2>&1; then
-        say "$out is complete: kept"
-        continue
-      elif [ -f "$out.ckpt.h5" ]; then
-        say "$out is incomplete: continuing from its checkpoint"
-        mode=(--resume)
-      else
-        say "$out has no checkpoint (it stopped before its first one): training it again"
-      fi
-    fi
-    cmd=("$BIN" train --config "experiments/fig5/$obj.ini" "${sets[@]}" "${THREADS[@]}" --out "$out"
-         "${mode[@]}" --backend "$BACKEND")
-    if [ "$JOBS" -gt 1 ]; then
-      while [ "$running" -ge "$JOBS" ]; do reap; done
-      say "training $obj, seed $seed -> $out (output in $out.log)"
-      "${cmd[@]}" > "$out.log" 2>&1 &
-      RUN_OF[$!]=$out
-      running=$((running + 1))
-    else
-      say "training $obj, seed $seed -> $out"
-      "${cmd[@]}"
-    fi
-  done
-done
-while [ "$running" -gt 0 ]; do reap; done
-[ "$failed" = 0 ] || { say "stopping: a run failed"; exit 1; }
+rc=0
+"$BIN" sweep run "$SWEEP" --jobs "$JOBS" --backend "$BACKEND" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: make reproduce-fig5 again continues
+  say "stopping: a run failed"; exit 1
+fi
 
 say "figures -> $PLOTS/"
 # a figure that fails (no gnuplot, say) does not keep the summary from being printed

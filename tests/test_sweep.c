@@ -109,6 +109,36 @@ static void test_name_labels(void **state) {
     sweep_free(s);
 }
 
+// [sweep] run_name: the names from a pattern of {KEY}s (values written as above), e.g. the
+// file names of make reproduce-fig5; a pattern that could give two runs one name, or a name
+// that is not one file, is refused.
+static void test_run_name_pattern(void **state) {
+    Sweep *s = load_ok(HEAD "run_name = fig5_{objective.preset}_s{run.seed}\n[grid]\n"
+                       "run.seed = 1234..1235\nobjective.preset = grpo, dr_grpo\n");
+    char name[256];
+    const char *want[] = {"fig5_grpo_s1234", "fig5_dr_grpo_s1234", "fig5_grpo_s1235", "fig5_dr_grpo_s1235"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sweep_run_name(s, i, name, sizeof name), 0);
+        assert_string_equal(name, want[i]);
+    }
+    assert_int_equal(sweep_run_name(s, 1, name, 18), -1);  // 18 characters and the '\0'
+    assert_int_equal(sweep_run_name(s, 1, name, 19), 0);
+    char *path = sweep_run_path(s, 3);
+    assert_string_equal(path, "out/s/fig5_dr_grpo_s1235.h5");
+    free(path);
+    sweep_free(s);
+    s = load_ok(HEAD "run_name = {train.init}{train.init}\n[grid]\ntrain.init = a/b.h5\n");
+    assert_int_equal(sweep_run_name(s, 0, name, sizeof name), 0);
+    assert_string_equal(name, "a-b.h5a-b.h5");
+    sweep_free(s);
+    expect_error(HEAD "run_name = s{run.seed}\n[grid]\nrun.seed = 1, 2\noptim.lr = 1e-5, 2e-5\n",
+                 "x.sweep:", "run_name", "does not name the [grid] key optim.lr", NULL);
+    expect_error(HEAD "run_name = s{seed}\n[grid]\nrun.seed = 1\n", "'{seed}' is not a [grid] key", NULL);
+    expect_error(HEAD "run_name = s{run.seed\n[grid]\nrun.seed = 1\n", "'{run.seed}' is not a [grid] key",
+                 NULL);
+    expect_error(HEAD "run_name = a/{run.seed}\n[grid]\nrun.seed = 1\n", "'/' is not allowed", NULL);
+}
+
 static void test_refused(void **state) {
     // keys and values against the config schema, with the line, the key and the value
     expect_error(HEAD "[grid]\nobjective.preset = grpo, drgrpo\n", "x.sweep:5:", "objective.preset",
@@ -466,6 +496,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_order_and_names), cmocka_unit_test(test_name_labels),
+        cmocka_unit_test(test_run_name_pattern),
         cmocka_unit_test(test_refused),              cmocka_unit_test(test_run_config_and_check),
         cmocka_unit_test(test_manifest),             cmocka_unit_test(test_sweep_run),
         cmocka_unit_test(test_cli_errors),           cmocka_unit_test(test_slurm_script),

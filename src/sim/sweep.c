@@ -180,8 +180,9 @@ static int read_line(Sweep *s, const char *sec, const char *key, const char *val
         char **dst = strcmp(key, "config") == 0 ? &s->config
                      : strcmp(key, "out") == 0  ? &s->out
                      : strcmp(key, "name") == 0 ? &s->name
+                     : strcmp(key, "run_name") == 0 ? &s->run_name
                                                 : NULL;
-        if (!dst) return fail(w, "[sweep] unknown key '%s' (allowed: config, out, name)", key);
+        if (!dst) return fail(w, "[sweep] unknown key '%s' (allowed: config, out, name, run_name)", key);
         if (!*value) return fail(w, "[sweep] %s: an empty value", key);
         free(*dst);
         *dst = xstrdup(value);
@@ -219,6 +220,42 @@ static char *line_value(const char *v, size_t len) {
     return dup_n(v, len);
 }
 
+static int name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._+-", c);
+}
+
+// The axis whose key is the n characters at k; -1 if none.
+static int axis_of(const Sweep *s, const char *k, size_t n) {
+    for (int a = 0; a < s->n_axes; a++)
+        if (strlen(s->axes[a].key) == n && strncmp(s->axes[a].key, k, n) == 0) return a;
+    return -1;
+}
+
+// [sweep] run_name: text of name characters and {KEY} of grid keys, every grid key used (or
+// two runs could get one name).
+static int check_run_name(const Sweep *s, const Where *w) {
+    int used[SWEEP_MAX_AXES] = {0};
+    for (const char *p = s->run_name; *p; p++) {
+        if (*p == '{') {
+            size_t n = strcspn(p + 1, "{}");
+            int a = p[1 + n] == '}' ? axis_of(s, p + 1, n) : -1;
+            if (a < 0)
+                return fail(w, "[sweep] run_name = '%s': '{%.*s}' is not a [grid] key in braces",
+                            s->run_name, (int)n, p + 1);
+            used[a] = 1;
+            p += n + 1;
+        } else if (!name_char(*p)) {
+            return fail(w, "[sweep] run_name = '%s': '%c' is not allowed outside {KEY} (only "
+                        "A-Z a-z 0-9 . _ + -)", s->run_name, *p);
+        }
+    }
+    for (int a = 0; a < s->n_axes; a++)
+        if (!used[a])
+            return fail(w, "[sweep] run_name = '%s' does not name the [grid] key %s: add {%s}",
+                        s->run_name, s->axes[a].key, s->axes[a].key);
+    return 0;
+}
+
 // After the file: required keys, the grid's size and labels.
 static int finish(Sweep *s, const Where *w) {
     if (!s->config) return fail(w, "[sweep] config = FILE is missing (the base config of every run)");
@@ -249,6 +286,7 @@ static int finish(Sweep *s, const Where *w) {
         }
         s->axes[a].label = xstrdup(shared ? s->axes[a].key : lab);
     }
+    if (s->run_name && check_run_name(s, w) != 0) return -1;
     if (!s->name) {
         const char *base = strrchr(w->file, '/');
         base = base ? base + 1 : w->file;
@@ -356,6 +394,7 @@ void sweep_free(Sweep *s) {
     sweep_free_sets(s->sets, s->n_sets);
     free(s->path);
     free(s->name);
+    free(s->run_name);
     free(s->config);
     free(s->out);
     free(s->slurm.partition);
@@ -374,20 +413,40 @@ void sweep_run_indices(const Sweep *s, int i, int *idx) {
     }
 }
 
+// Appends text (n characters) to buf at *o, characters outside [A-Za-z0-9._+-] as '-' when
+// value; -1 if it does not fit.
+static int put_name(char *buf, size_t len, size_t *o, const char *text, size_t n, int value) {
+    if (*o + n >= len) return -1;
+    for (size_t j = 0; j < n; j++) buf[(*o)++] = value && !name_char(text[j]) ? '-' : text[j];
+    buf[*o] = '\0';
+    return 0;
+}
+
 int sweep_run_name(const Sweep *s, int i, char *buf, size_t len) {
     int idx[SWEEP_MAX_AXES];
     sweep_run_indices(s, i, idx);
     size_t o = 0;
+    if (len == 0) return -1;
+    buf[0] = '\0';
+    if (s->run_name) {  // checked by check_run_name: every {KEY} is an axis
+        for (const char *p = s->run_name; *p; p++) {
+            if (*p == '{') {
+                size_t n = strcspn(p + 1, "}");
+                int a = axis_of(s, p + 1, n);
+                const char *v = s->axes[a].values[idx[a]];
+                if (put_name(buf, len, &o, v, strlen(v), 1) != 0) return -1;
+                p += n + 1;
+            } else if (put_name(buf, len, &o, p, 1, 0) != 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
     for (int a = 0; a < s->n_axes; a++) {
-        int n = snprintf(buf + o, len - o, "%s%s-%s", a ? "_" : "", s->axes[a].label,
-                         s->axes[a].values[idx[a]]);
-        if (n < 0 || (size_t)n >= len - o) return -1;
-        // the value part: characters outside [A-Za-z0-9._+-] become '-'
-        for (char *p = buf + o + strlen(s->axes[a].label) + (a ? 2 : 1); *p; p++)
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                  strchr("._+-", *p)))
-                *p = '-';
-        o += (size_t)n;
+        const char *lab = s->axes[a].label, *v = s->axes[a].values[idx[a]];
+        if ((a && put_name(buf, len, &o, "_", 1, 0) != 0) || put_name(buf, len, &o, lab, strlen(lab), 0) != 0 ||
+            put_name(buf, len, &o, "-", 1, 0) != 0 || put_name(buf, len, &o, v, strlen(v), 1) != 0)
+            return -1;
     }
     return 0;
 }

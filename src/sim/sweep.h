@@ -6,6 +6,7 @@
 //   config = experiments/fig5/grpo.ini   base config of every run (required)
 //   out    = data/sweeps/presets         output directory (required): OUT/NAME.h5 per run
 //   name   = presets                     the sweep's name (default: the file's base name)
+//   run_name = fig5_{objective.preset}_s{run.seed}   run names from a pattern (optional; below)
 //   [set]                                settings of every run, as --set (optional)
 //   train.steps = 12
 //   [grid]                               the axes (at least one); each run is one combination
@@ -19,7 +20,10 @@
 // Runs are numbered 0..n_runs-1 with the first grid key varying slowest (nested loops in the
 // file's order). A run's name joins "KEY-VALUE" of every axis with '_', KEY the part after
 // the dot (the whole name where two axes share it) and VALUE the text as written with every
-// character outside [A-Za-z0-9._+-] replaced by '-': preset-dr_grpo_seed-1234.
+// character outside [A-Za-z0-9._+-] replaced by '-': preset-dr_grpo_seed-1234. With
+// [sweep] run_name, the name is that pattern with every {KEY} (a [grid] key, each of them at
+// least once) replaced by the run's value, written the same way; the text outside the braces
+// is of [A-Za-z0-9._+-] (so that a name stays one file in OUT).
 //
 // Errors are returned, never printed: NULL / -1 and a message in err that starts with
 // "FILE:LINE: " where a line is to blame and names the key and the value.
@@ -50,6 +54,7 @@ typedef struct {
 typedef struct {
     char *path;    // the sweep file
     char *name;    // [sweep] name
+    char *run_name;  // [sweep] run_name, the pattern of the run names (NULL: KEY-VALUE_...)
     char *config;  // [sweep] config
     char *out;     // [sweep] out
     int n_sets;
