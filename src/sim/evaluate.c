@@ -74,6 +74,7 @@ static void profile_add(FailureProfile *p, int lv, const char *resp, int reward,
         p->disagree[lv][k] += fk.disagree[k];
         p->redos[lv][k] += fk.redos[k];
         p->redos_right[lv][k] += fk.redos_right[k];
+        p->redos_same[lv][k] += fk.redos_same[k];
     }
 }
 
@@ -286,8 +287,9 @@ void eval_print_failure_profile(const EvalResult *r, FILE *f) {
     const FailureProfile *p = &r->profile;
     fprintf(f, "failure profile (%s): failures by their first false step, and redos after a "
                "disagreement with a false step\n", r->has_pool ? "train_pool" : "benchmarks");
-    fprintf(f, "%-6s %5s %6s %6s %6s %6s | %6s %6s %6s | %6s %6s %6s\n", "level", "n", "fail",
-            "gap", "slip", "other", "gap_dis", "redo", "right", "slipdis", "redo", "right");
+    fprintf(f, "%-6s %5s %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s\n", "level", "n",
+            "fail", "gap", "slip", "other", "gap_dis", "redo", "right", "same", "slipdis", "redo",
+            "right", "same");
     FailureProfile all = {0};
     for (int lv = 0; lv <= WORLD_NUM_LEVELS; lv++) {
         all.n[0] += p->n[lv];
@@ -296,6 +298,7 @@ void eval_print_failure_profile(const EvalResult *r, FILE *f) {
             all.disagree[0][k] += p->disagree[lv][k];
             all.redos[0][k] += p->redos[lv][k];
             all.redos_right[0][k] += p->redos_right[lv][k];
+            all.redos_same[0][k] += p->redos_same[lv][k];
         }
     }
     for (int row = 1; row <= WORLD_NUM_LEVELS + 2; row++) {
@@ -316,11 +319,13 @@ void eval_print_failure_profile(const EvalResult *r, FILE *f) {
             fprintf(f, " | %6d", q->disagree[lv][k]);
             put_field(f, 6, 3, mean_of(q->redos[lv][k], q->disagree[lv][k]));
             put_field(f, 6, 3, mean_of(q->redos_right[lv][k], q->redos[lv][k]));
+            put_field(f, 6, 3, mean_of(q->redos_same[lv][k], q->redos[lv][k]));
         }
         fprintf(f, "\n");
     }
     fprintf(f, "(fail: share of responses with reward 0; gap / slip / other: shares of the failures "
                "whose first false step uses a gap fact / another fact / that have none; "
                "gap_dis, slipdis: disagreements with a false step of each kind; redo: share of "
-               "them followed by a redo of the step; right: share of those redos that are right)\n");
+               "them followed by a redo of the step; right, same: shares of those redos that are right / "
+               "that repeat the rejected value)\n");
 }

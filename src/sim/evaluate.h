@@ -31,7 +31,7 @@ typedef struct {
     int n[WORLD_NUM_LEVELS + 1];
     int kind[WORLD_NUM_LEVELS + 1][4];  // by FailKind (FAIL_NONE: reward 1)
     int disagree[WORLD_NUM_LEVELS + 1][2], redos[WORLD_NUM_LEVELS + 1][2],
-        redos_right[WORLD_NUM_LEVELS + 1][2];
+        redos_right[WORLD_NUM_LEVELS + 1][2], redos_same[WORLD_NUM_LEVELS + 1][2];
 } FailureProfile;
 
 typedef struct {

@@ -431,6 +431,7 @@ void template_failure_kind(const char *text, int reward, const WorldGaps *gaps, 
             c[j].b == c[i].b) {
             fk->redos[gap]++;
             fk->redos_right[gap] += c[j].right;
+            fk->redos_same[gap] += c[j].v == c[i].v;
         }
         i = j - 1;  // the re-checks belong to this disagreement
     }

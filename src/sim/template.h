@@ -146,8 +146,8 @@ typedef struct {
                     // wrong guess, format, truncation with right steps)
     // [0] slips (facts that are no gap), [1] gaps: disagreements with a false step (a run of
     // re-checks of one step counts once), those followed by a redo of the same step, and of
-    // those the redos that are right
-    int disagree[2], redos[2], redos_right[2];
+    // those the redos that are right and those that repeat the rejected value
+    int disagree[2], redos[2], redos_right[2], redos_same[2];
 } FailureKind;
 void template_failure_kind(const char *text, int reward, const WorldGaps *gaps, FailureKind *fk);
 
