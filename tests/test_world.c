@@ -1157,6 +1157,235 @@ static void test_env_verdict(void **state) {
     assert_true(n_ok > 1000 && n_no > 100);
 }
 
+// ---------------------------------------------------------------- knowledge gaps
+
+// The gap table: a function of (seed, op, units digits) alone, one cell for (x, y) and (y, x)
+// of + and *, none with a digit 0 or 1, about the share asked for, the believed value off by
+// 1 or 2 in magnitude and the same for every step with those units digits.
+static void test_world_gaps(void **state) {
+    (void)state;
+    const char OPS[3] = {'+', '-', '*'};
+    WorldGaps g = {0.25, 2025}, none = {0.0, 2025}, all = {1.0, 2025}, other = {0.25, 2026};
+    int cells = 0, eligible = 0, differ = 0;
+    char table[1024] = "";
+    for (int k = 0; k < 3; k++)
+        for (int x = 0; x < 10; x++)
+            for (int y = 0; y < 10; y++) {
+                char op = OPS[k];
+                int64_t w = 0, w2 = 0, truth = op == '+' ? x + y : op == '-' ? x - y : x * y;
+                int gap = world_gap(&g, op, x, y, &w);
+                assert_false(world_gap(&none, op, x, y, NULL));
+                assert_int_equal(world_gap(&all, op, x, y, NULL), x >= 2 && y >= 2);
+                if (x < 2 || y < 2) {
+                    assert_false(gap);
+                    continue;
+                }
+                if (op != '-' && x > y) {  // the commutative twin is the same cell
+                    assert_int_equal(gap, world_gap(&g, op, y, x, &w2));
+                    if (gap) assert_true(w == w2);
+                    continue;
+                }
+                eligible++;
+                differ += gap != world_gap(&other, op, x, y, NULL);
+                if (!gap) continue;
+                cells++;
+                // the truth moved by e away from zero (towards it when e < 0)
+                int64_t d = (w - truth) * (truth < 0 ? -1 : 1);
+                assert_true(d == 1 || d == -1 || d == 2 || d == -2);
+                // every step with these units digits uses the same fact, the same way
+                int64_t a = 40 + x, b = 20 + y, big = op == '+' ? a + b : op == '-' ? a - b : a * b;
+                int64_t wb = 0;
+                assert_true(world_gap(&g, op, a, b, &wb));
+                assert_true((wb - big) * (big < 0 ? -1 : 1) == d);
+                int64_t wb2 = 0;
+                world_gap(&g, op, a, b, &wb2);
+                assert_true(wb == wb2);
+                size_t len = strlen(table);
+                if (len < sizeof table - 32)
+                    snprintf(table + len, sizeof table - len, " %d%c%d=%lld", x, op, y, (long long)w);
+            }
+    printf("  seed 2025, share 0.25: %d of %d cells are gaps (another seed differs in %d):%s\n",
+           cells, eligible, differ, table);
+    assert_int_equal(eligible, 36 + 64 + 36);
+    assert_true(cells > 0.15 * eligible && cells < 0.35 * eligible);
+    assert_true(differ > 0.2 * eligible);
+    assert_false(world_gap(&g, '/', 7, 8, NULL));
+}
+
+// Step clauses and failure kinds on hand-written responses: with share 1 every fact with
+// units digits 2-9 is a gap, with share 0 none is.
+static void test_failure_kind(void **state) {
+    (void)state;
+    WorldGaps all = {1.0, 7}, none = {0.0, 7};
+    const char *r = " 7*8=54. check 7*8=54 no. check 7*8=54 no. redo 7*8=54. 54+(-3)=51. "
+                    "check 54+(-3)=51 ok. </think> <answer> 51 </answer>";
+    StepClause c[16];
+    int n = template_step_clauses(r, c, 16);
+    assert_int_equal(n, 6);
+    assert_int_equal(c[0].kind, CLAUSE_STEP);
+    assert_int_equal(c[1].kind, CLAUSE_CHECK);
+    assert_int_equal(c[1].verdict, 0);
+    assert_int_equal(c[3].kind, CLAUSE_REDO);
+    assert_int_equal(c[4].b, -3);
+    assert_true(c[4].right && !c[0].right);
+    assert_int_equal(c[5].verdict, 1);
+    FailureKind fk;
+    template_failure_kind(r, 0, &all, &fk);
+    assert_int_equal(fk.kind, FAIL_GAP);
+    assert_int_equal(fk.disagree[1], 1);  // the re-check belongs to the same disagreement
+    assert_int_equal(fk.redos[1], 1);
+    assert_int_equal(fk.redos_right[1], 0);
+    assert_int_equal(fk.redos_same[1], 1);
+    template_failure_kind(r, 0, &none, &fk);
+    assert_int_equal(fk.kind, FAIL_SLIP);
+    assert_int_equal(fk.disagree[0], 1);
+    assert_int_equal(fk.redos[0], 1);
+    // a slip redone right; a gap checked and given up; a response without a false step
+    const char *r2 = " 11*7=79. check 11*7=79 no. redo 11*7=77. 7*8=55. check 7*8=55 no. guess 3. "
+                     "</think> <answer> 3 </answer>";
+    template_failure_kind(r2, 0, &all, &fk);
+    assert_int_equal(fk.kind, FAIL_SLIP);  // 11*7: units digit 1, no gap
+    assert_int_equal(fk.disagree[0], 1);
+    assert_int_equal(fk.redos_right[0], 1);
+    assert_int_equal(fk.redos_same[0], 0);
+    assert_int_equal(fk.disagree[1], 1);
+    assert_int_equal(fk.redos[1], 0);
+    template_failure_kind(" 2+3=5. </think> <answer> 6 </answer>", 0, &all, &fk);
+    assert_int_equal(fk.kind, FAIL_OTHER);
+    template_failure_kind(" 2+3=5. </think> <answer> 5 </answer>", 1, &all, &fk);
+    assert_int_equal(fk.kind, FAIL_NONE);
+    // a check of a right step that disagrees (a false alarm) is no disagreement with a false step
+    template_failure_kind(" 2+3=5. check 2+3=5 no. redo 2+3=5.", 0, &all, &fk);
+    assert_int_equal(fk.disagree[0] + fk.disagree[1], 0);
+}
+
+// Document i of seed 7 and its task.
+static int gap_document(const CorpusParams *p, int i, char *doc, DocInfo *in, Task *task) {
+    int len = corpus_document(p, 7, i, doc, DOC_CAP, in);
+    assert_true(len > 0);
+    corpus_task(p, 7, i, task);
+    return len;
+}
+
+// The verifier's flags on an uncut document (its <eos> dropped) equal the generator's record.
+static int uncut_flags_agree(char *doc, int len, const DocInfo *in, const Task *task) {
+    doc[len - 5] = '\0';
+    Verdict v;
+    verify_response(in->format, task, doc + in->prompt_chars, 1, &v);
+    return flags_agree(&v, in);
+}
+
+// Knowledge gaps in the corpus: every clause (first pass, check, redo, loop attempt) of a gap
+// fact writes the one believed value; slips stay random draws; a redo after a disagreement
+// is right for slips and never for gaps; the verifier still reads the generator's record;
+// and with gap_share 0 (the default) the documents are those of the corpus without gaps.
+static void test_corpus_gaps(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    // the default corpus, pinned: FNV-1a 64 of documents 0..1999 of seed 1234, the same as
+    // the generator without the gap knobs wrote; knobs of gaps change nothing without gaps
+    static char doc[DOC_CAP], doc2[DOC_CAP];
+    CorpusParams q = p;
+    q.p_gap_right = 0.5, q.p_gap_doubt = 0.5, q.gap_seed = 99;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 2000; i++) {
+        corpus_document(&p, 1234, i, doc, DOC_CAP, NULL);
+        for (const char *c = doc; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        if (i < 300) {
+            corpus_document(&q, 1234, i, doc2, DOC_CAP, NULL);
+            assert_string_equal(doc, doc2);
+        }
+    }
+    assert_true(h == 0xb1358956804b7b4aull);
+
+    p.p_template_r1 = 1, p.p_template_boxed = 0, p.p_r1_off_format = 0;
+    p.p_check_step_r1 = 1;
+    p.p_false_alarm = 0.005;
+    p.p_recover = 0.7, p.p_loop = 0.2, p.p_give_up = 0.1;
+    p.gap_share = 0.25, p.p_gap_right = 0, p.p_gap_doubt = 0.5, p.gap_seed = 2025;
+    char err[256];
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+    WorldGaps g = {p.gap_share, p.gap_seed};
+    const int n = 4000;
+    int gap_clauses = 0, gap_docs = 0, agree = 0, uncut = 0, slip_wrong = 0;
+    int disagree[2] = {0, 0}, redos[2] = {0, 0}, right[2] = {0, 0}, same[2] = {0, 0};
+    // a wrong redo of a slip fact against the attempt before it: slips are drawn anew
+    int redo_same = 0, redo_new = 0;
+    static StepClause c[512];
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        Task task;
+        int len = gap_document(&p, i, doc, &in, &task);
+        assert_int_equal(in.n_gap_errors, in.n_gap_steps);  // p_gap_right = 0
+        gap_docs += in.n_gap_steps > 0;
+        int nc = template_step_clauses(doc + in.prompt_chars, c, 512);
+        if (in.truncated) nc--;  // the last clause may be cut at the context
+        for (int k = 0; k < nc; k++) {
+            int64_t believed;
+            if (world_gap(&g, c[k].op, c[k].a, c[k].b, &believed)) {
+                gap_clauses++;
+                if (c[k].v != believed)
+                    fail_msg("document %d: %lld%c%lld=%lld, the gap fact is believed =%lld: %s", i,
+                             (long long)c[k].a, c[k].op, (long long)c[k].b, (long long)c[k].v,
+                             (long long)believed, doc);
+            } else if (!c[k].right && c[k].kind == CLAUSE_STEP) {
+                slip_wrong++;
+            } else if (!c[k].right && c[k].kind == CLAUSE_REDO) {
+                int j = k - 1;
+                while (j >= 0 && (c[j].kind == CLAUSE_CHECK || c[j].op != c[k].op ||
+                                  c[j].a != c[k].a || c[j].b != c[k].b))
+                    j--;
+                if (j >= 0) {
+                    redo_same += c[j].v == c[k].v;
+                    redo_new += c[j].v != c[k].v;
+                }
+            }
+        }
+        FailureKind fk;
+        template_failure_kind(doc + in.prompt_chars, in.correct, &g, &fk);
+        for (int k = 0; k < 2; k++) {
+            disagree[k] += fk.disagree[k];
+            redos[k] += fk.redos[k];
+            right[k] += fk.redos_right[k];
+            // a cut document's last redo may be cut inside its value
+            same[k] += in.truncated ? fk.redos[k] : fk.redos_same[k];
+        }
+        uncut += !in.truncated;
+        agree += !in.truncated && uncut_flags_agree(doc, len, &in, &task);
+    }
+    printf("  %d documents, %d with a gap fact (%d gap clauses, all the believed value); %d slips; "
+           "redos after a disagreement right: slips %d/%d (of %d disagreements), gaps %d/%d (of "
+           "%d); wrong redos of slips: %d a new value, %d the one before; verifier agrees on "
+           "%d/%d uncut documents\n",
+           n, gap_docs, gap_clauses, slip_wrong, right[0], redos[0], disagree[0], right[1],
+           redos[1], disagree[1], redo_new, redo_same, agree, uncut);
+    assert_true(gap_docs > 0.2 * n && gap_clauses > gap_docs);
+    assert_true(slip_wrong > 0.05 * n);
+    assert_true(redos[1] > 100 && right[1] == 0 && same[1] == redos[1]);
+    // slips: the recover branch redoes right, loop attempts draw new wrong values (off by
+    // 1-2 or 10 or a digit: a few coincide with the attempt before)
+    assert_true(redos[0] > 100 && right[0] > 0.4 * redos[0]);
+    assert_true(redo_new > 100 && redo_same < 0.3 * redo_new);  // a few draws coincide
+    assert_int_equal(agree, uncut);
+
+    // p_gap_right: first passes of gap facts right at that rate, their redos never
+    p.p_gap_right = 0.3;
+    int steps = 0, errors = 0;
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        corpus_document(&p, 7, i, doc, DOC_CAP, &in);
+        steps += in.n_gap_steps;
+        errors += in.n_gap_errors;
+    }
+    double share_right = 1.0 - (double)errors / steps;
+    printf("  p_gap_right 0.3: %d of %d first passes of gap facts right (%.3f)\n", steps - errors,
+           steps, share_right);
+    assert_true(fabs(share_right - 0.3) < 4 * sqrt(0.3 * 0.7 / steps));
+    p.gap_share = 1.5;
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "gap_share"));
+}
+
 int main(void) {
     print_samples();
     const struct CMUnitTest tests[] = {
@@ -1179,6 +1408,9 @@ int main(void) {
         cmocka_unit_test(test_corpus_rechecks),
         cmocka_unit_test(test_corpus_checking_pays),
         cmocka_unit_test(test_env_verdict),
+        cmocka_unit_test(test_world_gaps),
+        cmocka_unit_test(test_failure_kind),
+        cmocka_unit_test(test_corpus_gaps),
     };
     return cmocka_run_group_tests_name("world", tests, NULL, NULL);
 }

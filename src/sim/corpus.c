@@ -41,6 +41,10 @@ CorpusParams corpus_params_default(void) {
         .p_loop_repeat = 0.0,
         .p_loop_give_up = 0.0,
         .p_recheck = 0.0,
+        .gap_share = 0.0,
+        .p_gap_right = 0.0,
+        .p_gap_doubt = 0.0,
+        .gap_seed = 2025,
         .level_weights = {1, 1, 1, 1, 1},
         .max_doc_tokens = 256,
     };
@@ -68,6 +72,8 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
         {"error_easy_factor", p->error_easy_factor, 10},
         {"p_loop_repeat", p->p_loop_repeat, 1},     {"p_loop_give_up", p->p_loop_give_up, 1},
         {"p_recheck", p->p_recheck, 0.95},
+        {"gap_share", p->gap_share, 1},             {"p_gap_right", p->p_gap_right, 1},
+        {"p_gap_doubt", p->p_gap_doubt, 1},
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++)
         if (check_prob(probs[i].name, probs[i].v, probs[i].hi, err, errlen)) return -1;
@@ -219,6 +225,7 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
     Written wr[MAX_STEPS];
     double pc = fmt == TEMPLATE_R1 ? p->p_check_step_r1 : p->p_check_step;
     double branch_w[3] = {p->p_recover, p->p_loop, p->p_give_up};
+    WorldGaps gaps = {p->gap_share, p->gap_seed};
     info->n_steps = n;
 
     if (world_rng_u01(r) < p->p_restate) {
@@ -236,11 +243,23 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
         if (op == '*' && iabs(a) >= 10 && iabs(bb) >= 10) pe *= p->error_hard_factor;
         else if (iabs(a) < 10 && iabs(bb) < 10) pe *= p->error_easy_factor;
         if (pe > 0.95) pe = 0.95;
-        info->err_expect += pe;
-        int64_t v = truth;
-        if (world_rng_u01(r) < pe) {
-            v = wrong_value(r, truth);
-            info->n_errors++;
+        int64_t v = truth, believed = truth;
+        // a gap fact replaces the random slip: the believed value, the same every time (its
+        // draws are skipped without gaps, so the default corpus is unchanged)
+        int gap = world_gap(&gaps, op, a, bb, &believed);
+        if (gap) {
+            info->n_gap_steps++;
+            if (!(p->p_gap_right > 0 && world_rng_u01(r) < p->p_gap_right)) {
+                v = believed;
+                info->n_errors++;
+                info->n_gap_errors++;
+            }
+        } else {
+            info->err_expect += pe;
+            if (world_rng_u01(r) < pe) {
+                v = wrong_value(r, truth);
+                info->n_errors++;
+            }
         }
         put_step(&w, "", a, op, bb, v, ".");
         if (world_rng_u01(r) < pc) {
@@ -248,7 +267,10 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
             info->n_step_checks++;
             info->n_checked_wrong += v != truth;
             int says_no;
-            if (v != truth) {
+            if (gap && v == believed) {  // the writer believes it: ok unless in doubt
+                says_no = world_rng_u01(r) < p->p_gap_doubt;
+                info->n_missed += !says_no;
+            } else if (v != truth) {
                 says_no = !(world_rng_u01(r) < p->p_check_miss);
                 info->n_missed += !says_no;
             } else {
@@ -273,9 +295,9 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     run += k;
                 }
                 int branch = world_rng_pick(r, branch_w, 3);
-                if (branch == 0) {  // recover
+                if (branch == 0) {  // recover (a gap fact is redone as believed, wrong)
                     info->n_recover++;
-                    v = truth;
+                    v = believed;
                     put_step(&w, MARK_REDO, a, op, bb, v, ".");
                 } else if (branch == 1) {  // loop
                     info->n_loop++;
@@ -288,6 +310,10 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     int repeat = p->p_loop_repeat > 0 && world_rng_u01(r) < p->p_loop_repeat;
                     int64_t v_rep = v;
                     if (repeat && v == truth) v_rep = wrong_value(r, truth);
+                    if (gap) {  // every attempt at a gap fact writes the believed value
+                        repeat = 1;
+                        v_rep = believed;
+                    }
                     info->loop_repeats += repeat;
                     run += cycles;
                     for (int c = 0; c < cycles && !past_context(b, p); c++) {

@@ -20,6 +20,11 @@
 //   give up  "guess 12." with a wrong number, and ends.
 // With p_recheck, the disagreement is first followed by Geometric(p_recheck) re-checks of the
 // same step that disagree again ("check 4*2=9 no. check 4*2=9 no."): a copy, no new value.
+// Knowledge gaps (gap_share > 0): besides these random slips, the writer believes a fixed
+// table of digit facts wrong (world_gap, fixed by gap_seed). A step that uses a gap fact is
+// written with the believed value every time (a first pass right only with p_gap_right), a
+// check of it says ok unless the writer doubts it (p_gap_doubt), and every redo or loop
+// attempt after a disagreement writes the believed value again: a gap cannot be retried away.
 // Every probability is a knob of CorpusParams. Draws are Philox at (seed, purpose, index):
 // the task of document i depends only on (seed, i, its level), the behaviour draws on a
 // separate stream.
@@ -51,6 +56,13 @@ typedef struct {
     double p_loop_give_up;     // a loop ends with a guess (give up) instead of going on
     double p_recheck;          // after a disagreement, check the same step again (it disagrees
                                // again), once more each time with this probability
+    double gap_share;          // knowledge gaps: share of the digit facts believed wrong
+                               // (world_gap; 0: none, the default corpus)
+    double p_gap_right;        // a first pass of a gap fact is written right anyway
+    double p_gap_doubt;        // a check of a gap fact written wrong disagrees (else ok: the
+                               // writer believes it); a redo or loop after it writes the same
+                               // believed value again, so it cannot recover
+    uint64_t gap_seed;         // seed of the gap table (world.seed)
     double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
     int loop_min_cycles;       // a loop writes at least this many further wrong attempts
     int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
@@ -65,7 +77,9 @@ typedef struct {
     Template format;   // the document's prompt
     int off_format;    // an r1 document that ends in another format
     int n_steps;       // steps of the question (first passes)
-    int n_errors;      // first passes written wrong
+    int n_errors;      // first passes written wrong (slips and gaps)
+    int n_gap_steps;   // first passes that use a gap fact
+    int n_gap_errors;  // ... written with the believed wrong value
     double err_expect; // sum of the error probabilities of the first passes
     int has_error;     // n_errors > 0
     int n_checks, self_checked;  // all checks (loop cycles' included)

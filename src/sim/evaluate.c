@@ -65,6 +65,19 @@ int eval_check_prompts(const Model *m, const Tokenizer *tk, const EvalConfig *cf
     return rc;
 }
 
+static void profile_add(FailureProfile *p, int lv, const char *resp, int reward, const WorldGaps *g) {
+    FailureKind fk;
+    template_failure_kind(resp, reward, g, &fk);
+    p->n[lv]++;
+    p->kind[lv][fk.kind]++;
+    for (int k = 0; k < 2; k++) {
+        p->disagree[lv][k] += fk.disagree[k];
+        p->redos[lv][k] += fk.redos[k];
+        p->redos_right[lv][k] += fk.redos_right[k];
+        p->redos_same[lv][k] += fk.redos_same[k];
+    }
+}
+
 void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
                          EvalRecord *records, int *n_records) {
     memset(out, 0, sizeof *out);
@@ -127,6 +140,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
                 int lv = tasks[i].level >= 0 && tasks[i].level <= WORLD_NUM_LEVELS ? tasks[i].level : 0;
                 st->level_n[lv]++;
                 st->level_correct[lv] += v.reward;
+                if (cfg->gaps && (pool || !out->has_pool)) profile_add(&out->profile, lv, resp, v.reward, cfg->gaps);
                 if (records) {
                     EvalRecord *r = &records[nrec];
                     r->bench = b;
@@ -237,4 +251,51 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
     char err2[256];
     if (runlog_close(rl, ok ? err : err2, ok ? errlen : sizeof err2) != 0) ok = 0;
     return ok ? 0 : -1;
+}
+
+void eval_print_failure_profile(const EvalResult *r, FILE *f) {
+    const FailureProfile *p = &r->profile;
+    fprintf(f, "failure profile (%s): failures by their first false step, and redos after a "
+               "disagreement with a false step\n", r->has_pool ? "train_pool" : "benchmarks");
+    fprintf(f, "%-6s %5s %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s\n", "level", "n",
+            "fail", "gap", "slip", "other", "gap_dis", "redo", "right", "same", "slipdis", "redo",
+            "right", "same");
+    FailureProfile all = {0};
+    for (int lv = 0; lv <= WORLD_NUM_LEVELS; lv++) {
+        all.n[0] += p->n[lv];
+        for (int k = 0; k < 4; k++) all.kind[0][k] += p->kind[lv][k];
+        for (int k = 0; k < 2; k++) {
+            all.disagree[0][k] += p->disagree[lv][k];
+            all.redos[0][k] += p->redos[lv][k];
+            all.redos_right[0][k] += p->redos_right[lv][k];
+            all.redos_same[0][k] += p->redos_same[lv][k];
+        }
+    }
+    for (int row = 1; row <= WORLD_NUM_LEVELS + 2; row++) {
+        // levels 1..5, then the out-of-distribution questions, then all
+        int lv = row <= WORLD_NUM_LEVELS ? row : 0;
+        const FailureProfile *q = row == WORLD_NUM_LEVELS + 2 ? &all : p;
+        if (q->n[lv] == 0) continue;
+        int fails = q->n[lv] - q->kind[lv][FAIL_NONE];
+        char name[8];
+        if (row <= WORLD_NUM_LEVELS) snprintf(name, sizeof name, "%d", lv);
+        else snprintf(name, sizeof name, "%s", row == WORLD_NUM_LEVELS + 1 ? "ood" : "all");
+        fprintf(f, "%-6s %5d", name, q->n[lv]);
+        const double cols[] = {mean_of(fails, q->n[lv]), mean_of(q->kind[lv][FAIL_GAP], fails),
+                               mean_of(q->kind[lv][FAIL_SLIP], fails),
+                               mean_of(q->kind[lv][FAIL_OTHER], fails)};
+        for (int k = 0; k < 4; k++) put_field(f, 6, 3, cols[k]);
+        for (int k = 1; k >= 0; k--) {  // gaps, then slips
+            fprintf(f, " | %6d", q->disagree[lv][k]);
+            put_field(f, 6, 3, mean_of(q->redos[lv][k], q->disagree[lv][k]));
+            put_field(f, 6, 3, mean_of(q->redos_right[lv][k], q->redos[lv][k]));
+            put_field(f, 6, 3, mean_of(q->redos_same[lv][k], q->redos[lv][k]));
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "(fail: share of responses with reward 0; gap / slip / other: shares of the failures "
+               "whose first false step uses a gap fact / another fact / that have none; "
+               "gap_dis, slipdis: disagreements with a false step of each kind; redo: share of "
+               "them followed by a redo of the step; right, same: shares of those redos that are right / "
+               "that repeat the rejected value)\n");
 }

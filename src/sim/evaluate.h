@@ -25,11 +25,23 @@ typedef struct {
     int level_n[WORLD_NUM_LEVELS + 1], level_correct[WORLD_NUM_LEVELS + 1];  // index = level (0: ood)
 } EvalStats;
 
+// Why responses fail, by level (index = level, 0: ood), for `grpolab eval --failure-profile`
+// (template_failure_kind: the first false step a gap fact or a slip; redos after
+// disagreements with a false step, [0] slips, [1] gaps).
+typedef struct {
+    int n[WORLD_NUM_LEVELS + 1];
+    int kind[WORLD_NUM_LEVELS + 1][4];  // by FailKind (FAIL_NONE: reward 1)
+    int disagree[WORLD_NUM_LEVELS + 1][2], redos[WORLD_NUM_LEVELS + 1][2],
+        redos_right[WORLD_NUM_LEVELS + 1][2], redos_same[WORLD_NUM_LEVELS + 1][2];
+} FailureProfile;
+
 typedef struct {
     int n_bench;
     EvalStats bench[EVAL_MAX_BENCH];  // bench[n_bench]: the training-pool sample, if any
     int has_pool;
     double score;  // unweighted mean accuracy over the benchmarks (the pool not included)
+    FailureProfile profile;  // when EvalConfig.gaps: of the training-pool sample if any, else
+                             // of the benchmarks
 } EvalResult;
 
 // One evaluated response: a row of the eval log's /responses (logschema.h).
@@ -46,6 +58,7 @@ typedef struct {
     uint64_t pool_seed;     // the training pool's seed (run.seed)
     int progress;           // print a progress line per benchmark to stderr
     int show;               // print the first `show` responses of each benchmark to stdout
+    const WorldGaps *gaps;  // if not NULL, the failure profile against this gap table
 } EvalConfig;
 
 // Checks every prompt evaluate_benchmarks will generate for (each benchmark up to cfg->limit
@@ -64,6 +77,11 @@ int eval_num_questions(const EvalConfig *cfg);
 // Prints the table of `grpolab eval` (accuracy, lengths, format and truncation rates,
 // accuracy per level, behaviour shares) for each benchmark and the score.
 void eval_print_table(const EvalResult *r, FILE *f);
+
+// Prints the failure profile of r (EvalConfig.gaps set): per level, the share of failures
+// whose first false step is a gap fact, a slip, or that have none, and per kind how often a
+// disagreement is followed by a redo of the step and how often that redo is right.
+void eval_print_failure_profile(const EvalResult *r, FILE *f);
 
 double eval_accuracy(const EvalStats *s);
 

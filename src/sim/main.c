@@ -329,14 +329,20 @@ static const CliOption eval_opts[] = {
     {"overwrite", NULL, "replace an existing --out FILE (without it, an existing FILE is an error)"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
     {"set", "SECTION.KEY=VALUE", "override one key, e.g. world.max_new_tokens=200 (repeatable)"},
+    {"failure-profile", "CONFIG", "also print why responses fail, by level: gap facts of the corpus "
+                                  "of CONFIG (its corpus.gap_share and world.seed, e.g. "
+                                  "experiments/base/pretrain_gaps.ini) or slips, and how often a redo "
+                                  "after a disagreement is right (of the --train-pool sample if "
+                                  "given, else of the benchmarks)"},
 };
 static const CliSpec eval_spec = {
     "eval",
     "Run the five held-out benchmarks and print accuracy, mean length (all, correct,\n"
     "incorrect), format and truncation rates, self-check behaviour, and accuracy per level.",
     "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P]] [--limit N]\n"
-    "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite]] [--backend NAME] [--set SECTION.KEY=VALUE]...",
-    eval_opts, 12, 0, NULL};
+    "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite]] [--backend NAME] [--set SECTION.KEY=VALUE]...\n"
+    "       [--failure-profile CONFIG]",
+    eval_opts, 13, 0, NULL};
 
 static int parse_float_opt(const char *opt, const char *s, double lo, double hi, int lo_open,
                            double *out) {
@@ -398,6 +404,21 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
     ec.batch = (int)config_int(c, "eval.batch");
     ec.world_seed = (uint64_t)config_int(c, "world.seed");
     ec.progress = 1;
+    WorldGaps gaps;
+    const char *fp = cli_get(&eval_spec, a, "failure-profile");
+    if (fp) {  // the gap table of the corpus that config pretrains on
+        Config *pc = cli_load_config(fp, a);
+        CorpusParams cp;
+        if (!pc || setup_corpus_params(pc, &cp, err, sizeof err) != 0) {
+            if (pc) fprintf(stderr, "grpolab: error: --failure-profile %s: %s\n", fp, err);
+            config_free(pc);
+            config_free(c);
+            return 2;
+        }
+        gaps = (WorldGaps){cp.gap_share, cp.gap_seed};
+        ec.gaps = &gaps;
+        config_free(pc);
+    }
     ModelConfig mc;
     if (checkpoint_read_meta(model_path, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
@@ -452,6 +473,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
     EvalResult res;
     evaluate_benchmarks(m, tk, &ec, &res, recs, &nrec);
     eval_print_table(&res, stdout);
+    if (ec.gaps) eval_print_failure_profile(&res, stdout);
     rc = 0;
     if (out && eval_write_hdf5(out, model_path, &ec, &res, recs, nrec, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);

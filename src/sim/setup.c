@@ -80,12 +80,15 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
         KNOB("weight_level3", level_weights[2]),    KNOB("weight_level4", level_weights[3]),
         KNOB("weight_level5", level_weights[4]),    KNOB("p_loop_repeat", p_loop_repeat),
         KNOB("p_loop_give_up", p_loop_give_up),     KNOB("p_recheck", p_recheck),
+        KNOB("gap_share", gap_share),               KNOB("p_gap_right", p_gap_right),
+        KNOB("p_gap_doubt", p_gap_doubt),
 #undef KNOB
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         *(double *)((char *)p + knobs[i].offset) = config_float(c, knobs[i].key);
     p->max_doc_tokens = (int)config_int(c, "corpus.max_doc_tokens");
     p->loop_min_cycles = (int)config_int(c, "corpus.loop_min_cycles");
+    p->gap_seed = (uint64_t)config_int(c, "world.seed");  // the gap table is the world's
     int max_len = (int)config_int(c, "model.max_seq_len");
     if (p->max_doc_tokens > max_len)
         return set_err(err, errlen, "corpus.max_doc_tokens = %d: more than model.max_seq_len = %d",

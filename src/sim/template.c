@@ -168,27 +168,40 @@ static int parse_int(const char **p, const char *end, int64_t *out) {
     return 0;
 }
 
-// "a op b=v" (b possibly "(-n)") exactly filling [s, end): 1 if a op b == v, 0 if not, -1 if
-// it is not a step
-static int check_step(const char *s, const char *end) {
-    int64_t a, b, v;
-    if (parse_int(&s, end, &a) != 0 || s >= end || !strchr("+-*", *s)) return -1;
-    char op = *s++;
+// "a op b=v" (b possibly "(-n)") exactly filling [s, end): 0 and its parts, or -1 if it is
+// not a step
+static int parse_step(const char *s, const char *end, int64_t *a, char *op, int64_t *b,
+                      int64_t *v) {
+    if (parse_int(&s, end, a) != 0 || s >= end || !strchr("+-*", *s)) return -1;
+    *op = *s++;
     if (s < end && *s == '(') {
         s++;
-        if (s >= end || *s != '-' || parse_int(&s, end, &b) != 0 || s >= end || *s != ')') return -1;
+        if (s >= end || *s != '-' || parse_int(&s, end, b) != 0 || s >= end || *s != ')') return -1;
         s++;
     } else if (s < end && *s == '-') {
         return -1;  // a negative right operand is written "(-n)"
-    } else if (parse_int(&s, end, &b) != 0) {
+    } else if (parse_int(&s, end, b) != 0) {
         return -1;
     }
-    if (s >= end || *s++ != '=' || parse_int(&s, end, &v) != 0 || s != end) return -1;
-    // |a|, |b| < 1e15: a sum fits int64, a product may not (then no v of 15 digits equals it)
+    if (s >= end || *s++ != '=' || parse_int(&s, end, v) != 0 || s != end) return -1;
+    return 0;
+}
+
+// a op b == v, for |a|, |b| < 1e15: a sum fits int64, a product may not (then no v of 15
+// digits equals it)
+static int step_true(int64_t a, char op, int64_t b, int64_t v) {
     int64_t abs_a = a < 0 ? -a : a;
     if (op == '*' && abs_a != 0 && (b > INT64_MAX / abs_a || b < -(INT64_MAX / abs_a))) return 0;
     int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;
     return r == v;
+}
+
+// The step exactly filling [s, end): 1 if a op b == v, 0 if not, -1 if it is not a step
+static int check_step(const char *s, const char *end) {
+    int64_t a, b, v;
+    char op;
+    if (parse_step(s, end, &a, &op, &b, &v) != 0) return -1;
+    return step_true(a, op, b, v);
 }
 
 const char *template_env_verdict_text(const char *text) {
@@ -366,4 +379,60 @@ void verdict_apply_rule(Verdict *v, const char *text, RewardRule rule) {
     if (rule == REWARD_FALSE_STEP_FAILS && v->reward && template_has_false_step(text)) v->reward = 0;
     if (rule == REWARD_FIRST_REDO_FORGIVES && v->reward && template_has_unforgiven_step(text))
         v->reward = 0;
+}
+
+// ---------------------------------------------------------------- step clauses, failure kinds
+
+int template_step_clauses(const char *text, StepClause *out, int cap) {
+    static const char *const OPERAND = "0123456789+-*()";
+    int n = 0;
+    for (const char *q = strchr(text, '='); q && n < cap; q = strchr(q + 1, '=')) {
+        const char *s = q, *e = value_end(q);
+        while (s > text && strchr(OPERAND, s[-1])) s--;
+        StepClause c;
+        if (parse_step(s, e, &c.a, &c.op, &c.b, &c.v) != 0) continue;
+        c.right = step_true(c.a, c.op, c.b, c.v);
+        c.kind = preceded_by(text, s, MARK_CHECK) ? CLAUSE_CHECK
+                 : preceded_by(text, s, MARK_REDO) ? CLAUSE_REDO
+                                                   : CLAUSE_STEP;
+        c.verdict = -1;
+        if (c.kind == CLAUSE_CHECK) {
+            if (strncmp(e, MARK_OK, strlen(MARK_OK)) == 0) c.verdict = 1;
+            else if (strncmp(e, MARK_NO, strlen(MARK_NO)) == 0) c.verdict = 0;
+        }
+        out[n++] = c;
+    }
+    return n;
+}
+
+#define FAILURE_MAX_CLAUSES 256
+
+void template_failure_kind(const char *text, int reward, const WorldGaps *gaps, FailureKind *fk) {
+    memset(fk, 0, sizeof *fk);
+    StepClause c[FAILURE_MAX_CLAUSES];
+    int n = template_step_clauses(text, c, FAILURE_MAX_CLAUSES);
+    fk->kind = reward ? FAIL_NONE : FAIL_OTHER;
+    for (int i = 0; i < n && !reward; i++) {
+        if (c[i].kind == CLAUSE_CHECK || c[i].right) continue;
+        fk->kind = world_gap(gaps, c[i].op, c[i].a, c[i].b, NULL) ? FAIL_GAP : FAIL_SLIP;
+        break;
+    }
+    // every disagreement with a false step, and the redo of the same step that follows it
+    // (re-checks of that step in between)
+    for (int i = 0; i < n; i++) {
+        if (c[i].kind != CLAUSE_CHECK || c[i].verdict != 0 || c[i].right) continue;
+        int j = i + 1;
+        while (j < n && c[j].kind == CLAUSE_CHECK && c[j].op == c[i].op && c[j].a == c[i].a &&
+               c[j].b == c[i].b)
+            j++;
+        int gap = world_gap(gaps, c[i].op, c[i].a, c[i].b, NULL);
+        fk->disagree[gap]++;
+        if (j < n && c[j].kind == CLAUSE_REDO && c[j].op == c[i].op && c[j].a == c[i].a &&
+            c[j].b == c[i].b) {
+            fk->redos[gap]++;
+            fk->redos_right[gap] += c[j].right;
+            fk->redos_same[gap] += c[j].v == c[i].v;
+        }
+        i = j - 1;  // the re-checks belong to this disagreement
+    }
 }

@@ -124,6 +124,33 @@ int template_env_verdict(const int *tokens, int len, int *out, int cap);
 // the same decision on text: "ok", "no" or NULL (exposed for tests)
 const char *template_env_verdict_text(const char *text);
 
+// ---- step clauses and failure kinds (`grpolab eval --failure-profile`, docs/world.md)
+// One clause "a op b=v" of a response, in order: a step (first pass, also after "restart."),
+// a redo, or a check with its verdict.
+typedef enum { CLAUSE_STEP = 0, CLAUSE_REDO = 1, CLAUSE_CHECK = 2 } ClauseKind;
+typedef struct {
+    ClauseKind kind;
+    char op;
+    int64_t a, b, v;
+    int right;    // a op b == v
+    int verdict;  // checks: 1 " ok", 0 " no", -1 none written
+} StepClause;
+// The clauses that parse as steps (others are skipped), at most cap; returns their count.
+int template_step_clauses(const char *text, StepClause *out, int cap);
+
+// Why a response failed, and how its redos after disagreements went.
+typedef enum { FAIL_NONE = 0, FAIL_GAP = 1, FAIL_SLIP = 2, FAIL_OTHER = 3 } FailKind;
+typedef struct {
+    FailKind kind;  // NONE: reward 1; else by the first false step outside the checks: GAP if
+                    // it uses a gap fact of the table, SLIP if not; OTHER: no false step (a
+                    // wrong guess, format, truncation with right steps)
+    // [0] slips (facts that are no gap), [1] gaps: disagreements with a false step (a run of
+    // re-checks of one step counts once), those followed by a redo of the same step, and of
+    // those the redos that are right and those that repeat the rejected value
+    int disagree[2], redos[2], redos_right[2], redos_same[2];
+} FailureKind;
+void template_failure_kind(const char *text, int reward, const WorldGaps *gaps, FailureKind *fk);
+
 // Parses a numeral as described above from s[0..n). 0 and *out, or -1.
 int template_parse_numeral(const char *s, size_t n, int64_t *out);
 

@@ -89,6 +89,20 @@ typedef struct {
 } TaskStats;
 int world_task_stats(const char *expr, TaskStats *st);  // 0, or -1 if it does not parse
 
+// ---- knowledge gaps: digit facts the world's writer believes wrong (docs/world.md)
+// A step a op b uses the fact of its units column: op with the units digits x = |a| % 10 and
+// y = |b| % 10. The table marks a share of the cells (op, x, y) with x, y in 2..9 as gaps,
+// by a hash of (seed, op, x, y) alone; for + and * the cell of (y, x) is the cell of (x, y).
+// A writer who believes a gap fact is off by e in {-2, -1, +1, +2} (fixed per cell) in that
+// column, so it writes every such step as the truth moved by e away from zero (towards it
+// when e < 0; a truth of 0 becomes e), the same wrong value every time. share 0 (the default world) has no gaps.
+typedef struct {
+    double share;   // [0, 1]: share of the cells that are gaps
+    uint64_t seed;  // the table's seed (world.seed)
+} WorldGaps;
+// 1 if a op b is a gap fact of g (then *wrong, if not NULL, is the value believed), else 0.
+int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong);
+
 // ---- random stream shared by the world's generators
 enum {
     WORLD_PURPOSE_TRAIN = 1,
