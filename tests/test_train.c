@@ -290,7 +290,7 @@ static void dr_grpo_gradient_check(int with_env) {
     int seq[P_TEST][96], plen_p[P_TEST], len;
     int prompts[N * 96], plen[N], Tp = 1;
     for (int p = 0; p < P_TEST; p++) {
-        task_sequence(p, seq[p], &plen_p[p], &len);
+        tiny_policy_sequence(SEED, p, seq[p], &plen_p[p], &len);
         if (plen_p[p] > Tp) Tp = plen_p[p];
     }
     for (int i = 0; i < N; i++) {

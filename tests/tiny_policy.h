@@ -1,4 +1,4 @@
-// tiny_policy.h: the tiny policy model of the trainer's tests (test_train.c, test_mpi.c).
+// tiny_policy.h: the tiny policy model of the trainer's tests (train_fixture.h, test_mpi.c).
 // A random-init model never answers correctly (every reward 0, every advantage 0, nothing
 // to test), so the policy is a tiny transformer fine-tuned by cross-entropy on the shortest
 // correct r1 responses (" </think> <answer> 11 </answer>") of exactly the training questions

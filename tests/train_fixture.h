@@ -1,9 +1,6 @@
-// train_fixture.h: what the trainer tests share (test_train.c, test_resume.c): a tiny
-// transformer fine-tuned by cross-entropy on the shortest correct r1 responses of exactly the
-// training questions the test runs draw, until they have probability about one half (a
-// random-init model never answers correctly: every reward 0, nothing to test), a base config
-// of tiny runs on it, and comparisons of run logs column by column. Header only: one test
-// binary includes it.
+// train_fixture.h: what the trainer tests share (test_train.c, test_resume.c): the tiny
+// fine-tuned policy of tiny_policy.h, a base config of tiny runs on it, and comparisons of
+// run logs column by column. Header only: one test binary includes it.
 #ifndef GRPOLAB_TRAIN_FIXTURE_H
 #define GRPOLAB_TRAIN_FIXTURE_H
 
@@ -22,6 +19,7 @@
 #include "sim/train.h"
 #include "sim/update.h"
 #include "test_util.h"
+#include "tiny_policy.h"
 
 static char dir[64], model_path[128];
 #define SEED 11
@@ -45,75 +43,14 @@ static Config *base_config(const char *const *extra, int n_extra) {
     return c;
 }
 
-static ModelConfig tiny_model_config(void) {
-    ModelConfig mc = model_config_default();
-    mc.vocab_size = tok_vocab_size(tokenizer_default());
-    mc.d_model = 32;
-    mc.n_layers = 1;
-    mc.n_heads = 2;
-    mc.n_kv_heads = 1;
-    mc.d_ff = 64;
-    mc.max_seq_len = 96;
-    return mc;
-}
+static ModelConfig tiny_model_config(void) { return tiny_policy_config(); }
 
-// Tokens of the prompt and the shortest correct r1 response of training task `index`.
-static void task_sequence(int64_t index, int *seq, int *plen, int *len) {
-    const Tokenizer *tk = tokenizer_default();
-    double w[5] = {1, 1, 1, 1, 1};
-    Task t;
-    char text[512], err[256];
-    world_train_task_mix(SEED, index, w, &t);
-    int n = template_prompt(TEMPLATE_R1, &t, text, sizeof text);
-    assert_true(n > 0);
-    *plen = tok_encode(tk, text, seq, 96, err, sizeof err);
-    snprintf(text, sizeof text, " </think> <answer> %lld </answer>", (long long)t.answer);
-    int r = tok_encode(tk, text, seq + *plen, 96 - *plen, err, sizeof err);
-    assert_true(*plen > 0 && r > 0);
-    *len = *plen + r;
-}
-
+// The policy fine-tuned on the questions of the first STEPS_MAX steps (tiny_policy.h).
 static int setup(void **state) {
     snprintf(dir, sizeof dir, "/tmp/grpolab-train-XXXXXX");
     if (!mkdtemp(dir)) return -1;
     snprintf(model_path, sizeof model_path, "%s/tiny.h5", dir);
-    char err[512];
-    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
-    ModelConfig mc = tiny_model_config();
-    Model *m = model_create(bk, &mc);
-    model_init_params(m, 5);
-    // cross-entropy on the responses of the first STEPS_MAX steps' questions
-    enum { NQ = P_TEST * STEPS_MAX, T = 96 };
-    int seq[NQ][T], plen[NQ], len[NQ], maxlen = 0;
-    for (int q = 0; q < NQ; q++) {
-        task_sequence(q, seq[q], &plen[q], &len[q]);
-        if (len[q] - 1 > maxlen) maxlen = len[q] - 1;
-    }
-    static int tokens[NQ * T], targets[NQ * T], lengths[NQ];
-    for (int q = 0; q < NQ; q++) {
-        lengths[q] = len[q] - 1;
-        for (int t = 0; t < maxlen; t++) {
-            tokens[q * maxlen + t] = t < len[q] - 1 ? seq[q][t] : 0;
-            targets[q * maxlen + t] = t + 1 >= plen[q] && t + 1 < len[q] ? seq[q][t + 1] : -1;
-        }
-    }
-    AdamWConfig opt = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_clip = 1.0f};
-    int s;
-    double seq_logp = -1e9;
-    for (s = 0; s < 2000; s++) {
-        model_forward(m, tokens, targets, lengths, NQ, maxlen);
-        model_zero_grad(m);
-        float loss = model_cross_entropy_step(m, 1, 0);
-        // mean log-probability of a whole response
-        seq_logp = -(double)loss * (double)model_num_targets(m) / NQ;
-        if (seq_logp > -0.7) break;
-        model_adamw_step(m, &opt);
-    }
-    printf("  fixture: %d fine-tuning steps, mean response log-prob %.3f\n", s, seq_logp);
-    int ok = checkpoint_save(model_path, m, NULL, err, sizeof err) == 0;
-    model_free(m);
-    backend_destroy(bk);
-    return ok ? 0 : -1;
+    return tiny_policy_save(model_path, SEED, P_TEST * STEPS_MAX);
 }
 
 static int teardown(void **state) {
