@@ -16,6 +16,11 @@
 #include "sim/template.h"
 #include "test_util.h"
 
+// The pretrain cases write to a path of their own, not to the config's data/models/base.h5,
+// which may exist in a working tree (an existing output is refused before the config is).
+#define NO_OUT_PATH "/tmp/grpolab-test-cli-errors-never-written.h5"
+#define NO_OUT "--out " NO_OUT_PATH
+
 static char dir[64], model_path[128];
 
 static Config *tiny_config(void) {
@@ -291,11 +296,11 @@ static void test_cli_errors(void **state) {
         {"eval --model x.h5 --template latex", "--template 'latex'"},
         {"eval --model x.h5 --bogus", "unknown option '--bogus'"},
         {"eval --model x.h5 --greedy --temperature 1", "exclude each other"},
-        {"pretrain --set model.vocab_size=64", "needs exactly the tokenizer's 58 tokens"},
-        {"pretrain --set pretrain.steps=0", "pretrain.steps = 0: out of range"},
-        {"pretrain --set corpus.p_loop=2", "corpus.p_loop = 2: out of range"},
-        {"pretrain --config /nonexistent.ini", "cannot open config '/nonexistent.ini'"},
-        {"pretrain --set model.vocab_size=58 --set corpus.max_doc_tokens=512", "more than model.max_seq_len"},
+        {"pretrain --set model.vocab_size=64 " NO_OUT, "needs exactly the tokenizer's 58 tokens"},
+        {"pretrain --set pretrain.steps=0 " NO_OUT, "pretrain.steps = 0: out of range"},
+        {"pretrain --set corpus.p_loop=2 " NO_OUT, "corpus.p_loop = 2: out of range"},
+        {"pretrain --config /nonexistent.ini " NO_OUT, "cannot open config '/nonexistent.ini'"},
+        {"pretrain --set model.vocab_size=58 --set corpus.max_doc_tokens=512 " NO_OUT, "more than model.max_seq_len"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tu_run_cli(cases[i].args, out, sizeof out);
@@ -303,6 +308,7 @@ static void test_cli_errors(void **state) {
         assert_int_equal(rc, 2);
         if (!strstr(out, cases[i].needle)) fail_msg("message lacks '%s'", cases[i].needle);
     }
+    assert_int_equal(access(NO_OUT_PATH, F_OK), -1);  // refused before anything was written
     // an existing --out file is never replaced without --overwrite
     snprintf(args, sizeof args, "eval --model %s --out %s", model_path, model_path);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
