@@ -776,6 +776,43 @@ static void test_corpus_documents(void **state) {
     assert_true(n_loop_cut > 0 && n_loop_cut < n_loop);  // loops sometimes run past the budget
 }
 
+// loop_max_cycles caps the attempts of a loop, so that a model learns where its loops end;
+// 0 leaves the geometric draw uncapped (but for the writer's own limit), as before the knob.
+static void test_corpus_loop_cap(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    p.p_template_r1 = 1, p.p_template_boxed = 0;
+    p.p_recover = 0, p.p_loop = 1, p.p_give_up = 0;
+    p.loop_min_cycles = 1, p.loop_continue_p = 0.8, p.p_loop_restart = 0, p.p_loop_repeat = 1;
+    static char doc[DOC_CAP];
+    char err[256];
+    for (int cap = 0; cap <= 3; cap += 3) {
+        p.loop_max_cycles = cap;
+        assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+        int loops = 0, longest = 0, at3 = 0;
+        for (int i = 0; i < 3000; i++) {
+            DocInfo in;
+            assert_true(corpus_document(&p, 5, i, doc, DOC_CAP, &in) > 0);
+            if (in.n_loop != 1) continue;  // one loop: its attempts are the document's
+            loops++;
+            if (in.loop_cycles > longest) longest = in.loop_cycles;
+            at3 += in.loop_cycles == 3;
+        }
+        print_message("loop_max_cycles %d: %d documents with one loop, longest %d attempts, %d with 3\n",
+                      cap, loops, longest, at3);
+        assert_true(loops > 100);
+        if (cap) {
+            assert_int_equal(longest, cap);
+            assert_true(at3 > loops / 3);  // 0.8^2 = 64% of the loops reach the cap
+        } else {
+            assert_true(longest > 3);
+        }
+    }
+    p.loop_min_cycles = 2, p.loop_max_cycles = 1;
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "loop_max_cycles = 1"));
+}
+
 // The loop knobs of experiments/base/pretrain.ini: a loop repeats the checked wrong value in
 // every attempt, writes loop_min_cycles + Geometric(loop_continue_p) attempts and ends with a
 // guess. Checked on the text, against the verifier's flags and against the knobs.
@@ -1404,6 +1441,7 @@ int main(void) {
         cmocka_unit_test(test_corpus_determinism_and_params),
         cmocka_unit_test(test_corpus_documents),
         cmocka_unit_test(test_corpus_frequencies),
+        cmocka_unit_test(test_corpus_loop_cap),
         cmocka_unit_test(test_corpus_repeating_loops),
         cmocka_unit_test(test_corpus_rechecks),
         cmocka_unit_test(test_corpus_checking_pays),

@@ -93,6 +93,7 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"corpus", "loop_continue_p", CFG_FLOAT, "0.70", 0, 0.95, NULL, "after the minimum, one more loop cycle with this probability"},
     {"corpus", "p_loop_restart", CFG_FLOAT, "0.30", 0, 1, NULL, "a loop cycle restarts from the first step (else redoes the step)"},
     {"corpus", "loop_min_cycles", CFG_INT, "2", 1, 16, NULL, "a loop writes at least this many further wrong attempts (2: every loop meets the verifier's looped flag)"},
+    {"corpus", "loop_max_cycles", CFG_INT, "0", 0, 30, NULL, "a loop writes at most this many attempts (0: no cap but the writer's limit of loop_min_cycles + 30)"},
     {"corpus", "p_loop_repeat", CFG_FLOAT, "0", 0, 1, NULL, "a loop repeats the checked wrong value in every attempt (a literal repetition)"},
     {"corpus", "p_loop_give_up", CFG_FLOAT, "0", 0, 1, NULL, "a loop ends with a guess (give up) instead of going on with the wrong value"},
     {"corpus", "p_recheck", CFG_FLOAT, "0", 0, 0.95, NULL, "after a disagreement, check the same step again (it disagrees again), once more each time with this probability"},

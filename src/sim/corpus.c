@@ -38,6 +38,7 @@ CorpusParams corpus_params_default(void) {
         .loop_continue_p = 0.70,
         .p_loop_restart = 0.30,
         .loop_min_cycles = LOOP_MIN_DISAGREE - 1,
+        .loop_max_cycles = 0,
         .p_loop_repeat = 0.0,
         .p_loop_give_up = 0.0,
         .p_recheck = 0.0,
@@ -95,6 +96,11 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
     if (p->loop_min_cycles < 1 || p->loop_min_cycles > 16)
         return set_err(err, errlen, "corpus: loop_min_cycles = %d out of range (allowed: [1, 16])",
                        p->loop_min_cycles);
+    if (p->loop_max_cycles != 0 &&
+        (p->loop_max_cycles < p->loop_min_cycles || p->loop_max_cycles > MAX_LOOP_CYCLES))
+        return set_err(err, errlen,
+                       "corpus: loop_max_cycles = %d out of range (allowed: 0, or [loop_min_cycles = %d, %d])",
+                       p->loop_max_cycles, p->loop_min_cycles, MAX_LOOP_CYCLES);
     if (p->max_doc_tokens < 96 || p->max_doc_tokens > 1024)
         return set_err(err, errlen, "corpus: max_doc_tokens = %d out of range (allowed: [96, 1024])",
                        p->max_doc_tokens);
@@ -301,8 +307,9 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     put_step(&w, MARK_REDO, a, op, bb, v, ".");
                 } else if (branch == 1) {  // loop
                     info->n_loop++;
-                    int cycles = p->loop_min_cycles +
-                                 geometric(r, p->loop_continue_p, MAX_LOOP_CYCLES);
+                    int extra = p->loop_max_cycles ? p->loop_max_cycles - p->loop_min_cycles
+                                                   : MAX_LOOP_CYCLES;
+                    int cycles = p->loop_min_cycles + geometric(r, p->loop_continue_p, extra);
                     info->loop_cycles += cycles;
                     // a repeating loop writes the checked wrong value again in every attempt
                     // (a wrong value if the check was a false alarm); the draws are skipped

@@ -65,6 +65,7 @@ typedef struct {
     uint64_t gap_seed;         // seed of the gap table (world.seed)
     double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
     int loop_min_cycles;       // a loop writes at least this many further wrong attempts
+    int loop_max_cycles;       // ... and at most this many (0: no cap but the writer's own limit)
     int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
 } CorpusParams;
 
