@@ -161,11 +161,11 @@ gpu-bundle: deps
 	@scripts/gpu-bundle.sh
 
 # Fig. 5 of the paper from a fresh clone (scripts/reproduce-fig5.sh): SEEDS=N seeds per
-# objective (default 1), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto,
+# objective (default 3), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto,
 # JOBS=N runs trained at a time (default auto: 1 on a GPU, min(nproc, 2 x SEEDS) on the CPU),
 # SET="key=value ..." with TAG=name an ablation
 # of the RL settings into data/runs/NAME and plots/NAME.
-SEEDS ?= 1
+SEEDS ?= 3
 JOBS ?= auto
 QUICK ?= 0
 BACKEND ?= auto

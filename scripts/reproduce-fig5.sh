@@ -7,7 +7,7 @@
 #      objective.preset = grpo, dr_grpo x run.seed; the two files differ only in the preset)
 #   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
 #      the summary (also written to plots/summary.md)
-# Environment: SEEDS=N (default 1), QUICK=1 (a small smoke version: a base model briefly
+# Environment: SEEDS=N (default 3), QUICK=1 (a small smoke version: a base model briefly
 # pretrained on level-1 questions, 12 RL steps of 4 level-1 prompts, a few minutes on 2
 # cores; files under data/*/quick and plots/quick), BACKEND=auto|cpu|cuda (default auto),
 # SET="key=value ..." (settings on top of both fig5 configs for the RL runs, as `--set`; the
@@ -32,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SEEDS=${SEEDS:-1}
+SEEDS=${SEEDS:-3}
 QUICK=${QUICK:-0}
 BACKEND=${BACKEND:-auto}
 BIN=${GRPOLAB:-build/grpolab}
