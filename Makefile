@@ -4,6 +4,8 @@
 # Every entry point first runs scripts/deps.sh, which installs missing Debian packages.
 
 .DEFAULT_GOAL := all
+# a recipe that fails leaves no target behind (say a half-linked binary)
+.DELETE_ON_ERROR:
 SHELL := /bin/bash
 
 BUILD ?= build
@@ -74,9 +76,16 @@ deps:
 probe:
 	@echo "grpolab build: cc=$(CC) nvcc=$(if $(NVCC),$(NVCC),none) cuda-backend=$(if $(filter 1,$(CUDA)),yes,no) mpi=$(if $(filter 1,$(MPI)),$(MPICC),none) nccl=$(if $(filter -DGRPOLAB_NCCL,$(CFLAGS)),$(NCCL_H),none) build=$(BUILD)"
 
-$(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) | deps
+$(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) $(BUILD)/gen/flags | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+# The compiler and flags the objects were built with: rewritten only when they change (say
+# `make CUDA=0` after `make`), so that a build never links objects of two configurations.
+BUILD_FLAGS := $(CC) $(CFLAGS) $(PKG_CFLAGS) | $(NVCC) $(NVCCFLAGS) | $(LDLIBS)
+$(BUILD)/gen/flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_FLAGS)' > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
 # The commit the binary is built from (src/common.h grpolab_commit): rewritten only when it
 # changes, so only common.o is rebuilt after a commit or an edit of a tracked file.
@@ -88,7 +97,7 @@ $(BUILD)/src/common.o: $(BUILD)/gen/git_commit.h
 $(BUILD)/src/common.o: CFLAGS += -I$(BUILD)/gen
 FORCE:
 
-$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h)
+$(BUILD)/src/kernels/cuda_ops.o: src/kernels/cuda_ops.cu $(wildcard src/kernels/*.h) $(BUILD)/gen/flags
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -96,8 +105,11 @@ $(BUILD)/libgrpolab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Linked to a temporary file and renamed: a run that starts the binary while it is rebuilt
+# (a sweep) gets the old one or the new one, never a half-written file.
 $(BUILD)/grpolab: $(BUILD)/src/sim/main.o $(BUILD)/libgrpolab.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@.tmp $^ $(LDLIBS)
+	mv -f $@.tmp $@
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libgrpolab.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
