@@ -178,6 +178,47 @@ static void test_environment_tokens(void **state) {
     generation_free(&g0);
 }
 
+// The decode batch shrinks as sequences stop (sampler.c): every response, flag and logp is
+// the one of the full batch decoded to the end (no_compact), bit for bit, at temperature 1
+// with an environment and greedily, and the compacted decode runs fewer rows.
+static void test_compaction_matches_full_batch(void **state) {
+    enum { NB = 3 * SAMPLER_MIN_ROWS + 5, TB = 6, BUDGET_C = 30 };
+    int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
+    for (int i = 0; i < NB; i++) {
+        pl[i] = 1 + i % TB;
+        for (int t = 0; t < TB; t++) pr[i * TB + t] = 2 + (i * 7 + t * 5) % 11;
+    }
+    for (int greedy = 0; greedy <= 1; greedy++) {
+        SamplerConfig sc = {.temperature = greedy ? 0.0f : 1.0f, .top_p = 1, .max_new_tokens = BUDGET_C,
+                            .eos_token = 1, .stop_token = 7, .seed = 31, .env = greedy ? NULL : toy_env};
+        Generation g, ref;
+        generation_alloc(&g, NB, BUDGET_C);
+        generation_alloc(&ref, NB, BUDGET_C);
+        sampler_generate(model, &sc, pr, pl, NB, TB, 900, &g);
+        sc.no_compact = 1;
+        sampler_generate(model, &sc, pr, pl, NB, TB, 900, &ref);
+        assert_memory_equal(g.length, ref.length, NB * sizeof(int));
+        assert_memory_equal(g.stopped, ref.stopped, NB * sizeof(int));
+        assert_memory_equal(g.tokens, ref.tokens, (size_t)NB * BUDGET_C * sizeof(int));
+        assert_memory_equal(g.logp, ref.logp, (size_t)NB * BUDGET_C * sizeof(float));
+        assert_memory_equal(g.env, ref.env, (size_t)NB * BUDGET_C);
+        int longest = 0, stopped = 0;
+        for (int i = 0; i < NB; i++) {
+            if (g.length[i] > longest) longest = g.length[i];
+            stopped += g.stopped[i];
+        }
+        // the full batch decodes every row until the longest response's last token
+        assert_int_equal(ref.decode_rows, (long)NB * (longest - 1));
+        printf("  %s: %d of %d stopped, longest %d; rows decoded %ld, full batch %ld\n",
+               greedy ? "greedy" : "T=1", stopped, NB, longest, g.decode_rows, ref.decode_rows);
+        assert_true(g.decode_rows < ref.decode_rows);
+        generation_free(&g);
+        generation_free(&ref);
+    }
+    free(pr);
+    free(pl);
+}
+
 // Rows without a distribution (a NaN or +Inf logit, or no finite one) give token 0 and a NaN
 // logp under every setting; finite rows beside them are unaffected (the -Inf row of a masked
 // vocabulary is a distribution). Under ASan this also checks that no pick reads outside the row.
@@ -222,6 +263,7 @@ int main(void) {
         cmocka_unit_test(test_greedy_matches_forward),
         cmocka_unit_test(test_sampling_logp_and_reproducibility),
         cmocka_unit_test(test_environment_tokens),
+        cmocka_unit_test(test_compaction_matches_full_batch),
         cmocka_unit_test(test_budget_check),
         cmocka_unit_test(test_nonfinite_logits),
     };

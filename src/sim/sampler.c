@@ -60,7 +60,10 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
     int *d_tok = bk_alloc(bk, (size_t)n * sizeof(int));
     uint64_t *d_ctr = bk_alloc(bk, (size_t)n * sizeof(uint64_t));
     uint64_t *ctr = xmalloc((size_t)n * sizeof(uint64_t));
+    // Row r of the decode batch holds sequence seq[r] (-1: an empty row). Rows start as the
+    // sequences; once half of the rows have stopped, the batch is compacted (see below).
     int *tok = xmalloc((size_t)n * sizeof(int)), *active = xmalloc((size_t)n * sizeof(int));
+    int *seq = xmalloc((size_t)n * sizeof(int)), *row_on = xmalloc((size_t)n * sizeof(int));
     float *lp = xmalloc((size_t)n * sizeof(float));
     // the environment's pending tokens per sequence, and the logits on the host for their logp
     int *pend = xmalloc((size_t)n * SAMPLER_ENV_MAX * sizeof(int));
@@ -70,31 +73,38 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
         out->length[i] = 0;
         out->stopped[i] = 0;
         active[i] = 1;
+        seq[i] = i;
     }
     memset(out->env, 0, (size_t)out->n * out->max_new);
+    out->decode_rows = 0;
     model_prefill(m, prompts, prompt_len, n, T, logits);
-    int n_active = n;
+    int n_active = n, B = n;
     for (int t = 0; t < sc->max_new_tokens && n_active > 0; t++) {
-        for (int i = 0; i < n; i++) ctr[i] = ((seq_id0 + (uint64_t)i) << 24) | (uint64_t)t;
-        bk_upload(bk, d_ctr, ctr, (size_t)n * sizeof(uint64_t));
-        kn_sample(bk, d_tok, d_logp, logits, n, V, sc->temperature, sc->top_p, sc->seed, d_ctr);
-        bk_download(bk, tok, d_tok, (size_t)n * sizeof(int));
-        bk_download(bk, lp, d_logp, (size_t)n * sizeof(float));
+        for (int r = 0; r < B; r++)  // an empty row draws from sequence 0's stream, unused
+            ctr[r] = ((seq_id0 + (uint64_t)(seq[r] < 0 ? 0 : seq[r])) << 24) | (uint64_t)t;
+        bk_upload(bk, d_ctr, ctr, (size_t)B * sizeof(uint64_t));
+        kn_sample(bk, d_tok, d_logp, logits, B, V, sc->temperature, sc->top_p, sc->seed, d_ctr);
+        bk_download(bk, tok, d_tok, (size_t)B * sizeof(int));
+        bk_download(bk, lp, d_logp, (size_t)B * sizeof(float));
         int any_env = 0;
-        for (int i = 0; i < n; i++) any_env |= active[i] && at_pend[i] < n_pend[i];
-        if (any_env) bk_download(bk, logits_h, logits, (size_t)n * V * sizeof(float));
-        for (int i = 0; i < n; i++) {
-            if (!active[i]) continue;
+        for (int r = 0; r < B; r++) {
+            int i = seq[r];
+            any_env |= i >= 0 && active[i] && at_pend[i] < n_pend[i];
+        }
+        if (any_env) bk_download(bk, logits_h, logits, (size_t)B * V * sizeof(float));
+        for (int r = 0; r < B; r++) {
+            int i = seq[r];
+            if (i < 0 || !active[i]) continue;
             size_t o = (size_t)i * out->max_new + t;
             if (at_pend[i] < n_pend[i]) {  // the environment's token replaces the draw
-                tok[i] = pend[i * SAMPLER_ENV_MAX + at_pend[i]++];
-                lp[i] = row_logp(logits_h + (size_t)i * V, V, sc->temperature, tok[i]);
+                tok[r] = pend[i * SAMPLER_ENV_MAX + at_pend[i]++];
+                lp[r] = row_logp(logits_h + (size_t)r * V, V, sc->temperature, tok[r]);
                 out->env[o] = 1;
             }
-            out->tokens[o] = tok[i];
-            out->logp[o] = lp[i];
+            out->tokens[o] = tok[r];
+            out->logp[o] = lp[r];
             out->length[i] = t + 1;
-            if (sc->env && !out->env[o] && tok[i] != sc->eos_token && tok[i] != sc->stop_token) {
+            if (sc->env && !out->env[o] && tok[r] != sc->eos_token && tok[r] != sc->stop_token) {
                 int k = sc->env(out->tokens + (size_t)i * out->max_new, t + 1,
                                 pend + i * SAMPLER_ENV_MAX, SAMPLER_ENV_MAX);
                 if (k < 0 || k > SAMPLER_ENV_MAX)
@@ -103,18 +113,39 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
                 n_pend[i] = k;
                 at_pend[i] = 0;
             }
-            if (tok[i] == sc->eos_token || (sc->stop_token >= 0 && tok[i] == sc->stop_token)) {
+            if (tok[r] == sc->eos_token || (sc->stop_token >= 0 && tok[r] == sc->stop_token)) {
                 out->stopped[i] = 1;
                 active[i] = 0;
                 n_active--;
             }
         }
         // the last token of the budget needs no forward pass
-        if (n_active > 0 && t + 1 < sc->max_new_tokens) model_decode_step(m, tok, active, logits);
+        if (n_active == 0 || t + 1 >= sc->max_new_tokens) break;
+        // Once half of the rows have stopped, the running sequences move to the front and the
+        // batch shrinks to them, but not below SAMPLER_MIN_ROWS rows: a small row count can
+        // make sgemm round a row otherwise, and above it a response is that of the full
+        // batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
+        if (!sc->no_compact && B > SAMPLER_MIN_ROWS && n_active <= B / 2) {
+            int k = 0, nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
+            for (int r = 0; r < B; r++)
+                if (seq[r] >= 0 && active[seq[r]]) {
+                    row_on[k] = r;  // the rows kept, ascending
+                    tok[k] = tok[r];
+                    seq[k++] = seq[r];
+                }
+            for (int r = k; r < nb; r++) seq[r] = -1;
+            model_decode_compact(m, row_on, k, nb);
+            B = nb;
+        }
+        for (int r = 0; r < B; r++) row_on[r] = seq[r] >= 0 && active[seq[r]];
+        model_decode_step(m, tok, row_on, logits);
+        out->decode_rows += B;
     }
     free(ctr);
     free(tok);
     free(active);
+    free(seq);
+    free(row_on);
     free(lp);
     free(pend);
     free(n_pend);

@@ -31,7 +31,13 @@ typedef struct {
     // towards the budget, and their logp is the policy's log-prob of them (kn_sample's
     // definition). Example: template_env_verdict (template.h).
     SamplerEnvFn env;
+    // 1: decode every row of the batch to the end, stopped sequences included (the reference
+    // of the batch compaction; see sampler_generate). 0 (the default): compact.
+    int no_compact;
 } SamplerConfig;
+
+// sampler_generate's batch is not compacted below this many rows
+#define SAMPLER_MIN_ROWS 32
 
 // the most tokens an environment writes at once
 #define SAMPLER_ENV_MAX 8
@@ -43,13 +49,15 @@ typedef struct {
     int *tokens;     // (n, max_new) generated ids
     float *logp;     // (n, max_new) sampling log-probs
     unsigned char *env;  // (n, max_new) 1 where the environment wrote the token, else 0
+    long decode_rows;    // rows the decode steps ran, summed over the steps (the work done)
 } Generation;
 
 void generation_alloc(Generation *g, int n, int max_new);
 void generation_free(Generation *g);
 
 // Generates one response for each of n prompts (prompts (n, T) right-padded, lengths
-// prompt_len (n)); seq_id0 + i names sequence i's random stream. Prompt length + budget
+// prompt_len (n)); seq_id0 + i names sequence i's random stream. The decode batch shrinks
+// as sequences stop (SamplerConfig.no_compact). Prompt length + budget
 // must fit model.max_seq_len (dies with both numbers otherwise: check with sampler_fits).
 void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
                       int n, int T, uint64_t seq_id0, Generation *out);
