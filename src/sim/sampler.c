@@ -43,6 +43,11 @@ static float row_logp(const float *row, int V, float temperature, int tok) {
     return (float)((double)(row[tok] * inv - mx) - log(z));
 }
 
+// Whether row r of the decode batch holds a sequence that has not stopped (seq[r] = -1: empty).
+static int row_running(const int *seq, const int *active, int r) {
+    return seq[r] >= 0 && active[seq[r]];
+}
+
 void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
                       int n, int T, uint64_t seq_id0, Generation *out) {
     if (n < 1) return;
@@ -87,14 +92,12 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
         bk_download(bk, tok, d_tok, (size_t)B * sizeof(int));
         bk_download(bk, lp, d_logp, (size_t)B * sizeof(float));
         int any_env = 0;
-        for (int r = 0; r < B; r++) {
-            int i = seq[r];
-            any_env |= i >= 0 && active[i] && at_pend[i] < n_pend[i];
-        }
+        for (int r = 0; r < B; r++)
+            any_env |= row_running(seq, active, r) && at_pend[seq[r]] < n_pend[seq[r]];
         if (any_env) bk_download(bk, logits_h, logits, (size_t)B * V * sizeof(float));
         for (int r = 0; r < B; r++) {
+            if (!row_running(seq, active, r)) continue;
             int i = seq[r];
-            if (i < 0 || !active[i]) continue;
             size_t o = (size_t)i * out->max_new + t;
             if (at_pend[i] < n_pend[i]) {  // the environment's token replaces the draw
                 tok[r] = pend[i * SAMPLER_ENV_MAX + at_pend[i]++];
@@ -128,7 +131,7 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
         if (!sc->no_compact && B > SAMPLER_MIN_ROWS && n_active <= B / 2) {
             int k = 0, nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
             for (int r = 0; r < B; r++)
-                if (seq[r] >= 0 && active[seq[r]]) {
+                if (row_running(seq, active, r)) {
                     row_on[k] = r;  // the rows kept, ascending
                     tok[k] = tok[r];
                     seq[k++] = seq[r];
@@ -137,7 +140,7 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
             model_decode_compact(m, row_on, k, nb);
             B = nb;
         }
-        for (int r = 0; r < B; r++) row_on[r] = seq[r] >= 0 && active[seq[r]];
+        for (int r = 0; r < B; r++) row_on[r] = row_running(seq, active, r);
         model_decode_step(m, tok, row_on, logits);
         out->decode_rows += B;
     }
