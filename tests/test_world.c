@@ -896,6 +896,141 @@ static void test_corpus_repeating_loops(void **state) {
     assert_non_null(strstr(err, "p_loop_repeat"));
 }
 
+// check_add_factor: a + or - step is checked with p_check_step_r1 times the factor, a
+// multiplication with p_check_step_r1; at 0 no + or - step is ever checked. Counted on the
+// text: checks of each op over the first passes of that op.
+static void test_corpus_check_add_factor(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    p.p_template_r1 = 1, p.p_template_boxed = 0, p.p_r1_off_format = 0;
+    p.p_recover = 0, p.p_loop = 0, p.p_give_up = 1;  // a disagreement ends the document
+    static char doc[DOC_CAP];
+    StepClause cl[256];
+    const double factors[2] = {0, 0.5};
+    for (int t = 0; t < 2; t++) {
+        p.check_add_factor = factors[t];
+        char err[256];
+        assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+        int steps[2] = {0, 0}, checks[2] = {0, 0};  // [0] + and -, [1] *
+        for (int i = 0; i < 3000; i++) {
+            DocInfo in;
+            assert_true(corpus_document(&p, 5, i, doc, DOC_CAP, &in) > 0);
+            int nc = template_step_clauses(doc + in.prompt_chars, cl, 256);
+            for (int j = 0; j < nc; j++) {
+                int m = cl[j].op == '*';
+                if (cl[j].kind == CLAUSE_STEP) steps[m]++;
+                if (cl[j].kind == CLAUSE_CHECK) checks[m]++;
+            }
+        }
+        double r_add = checks[0] / (double)steps[0], r_mul = checks[1] / (double)steps[1];
+        printf("  factor %.1f: %d of %d + and - steps checked (%.3f), %d of %d multiplications (%.3f)\n",
+               factors[t], checks[0], steps[0], r_add, checks[1], steps[1], r_mul);
+        assert_true(steps[0] > 3000 && steps[1] > 1000);
+        assert_true(fabs(r_mul - p.p_check_step_r1) < 0.03);
+        if (t == 0) assert_int_equal(checks[0], 0);
+        else assert_true(fabs(r_add - 0.5 * p.p_check_step_r1) < 0.03);
+    }
+    p.check_add_factor = 1.5;
+    char err[256];
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "check_add_factor"));
+}
+
+// Stubbornness (world_stubbornness): one number in [-1, 1] per cell of the units column,
+// commutative under + and *, spread over the cells, and the world's (another seed, other
+// numbers).
+static void test_world_stubbornness(void **state) {
+    (void)state;
+    int cells = 0, above = 0, differ_seed = 0, minus_asym = 0;
+    double sum = 0;
+    for (int k = 0; k < 3; k++) {
+        char op = "+-*"[k];
+        for (int x = 0; x < 10; x++)
+            for (int y = 0; y < 10; y++) {
+                double u = world_stubbornness(2025, op, x, y);
+                assert_true(u >= -1 && u <= 1);
+                // only the units digits count, and the sign of an operand does not
+                assert_true(world_stubbornness(2025, op, 40 + x, -(310 + y)) == u);
+                if (op != '-') assert_true(world_stubbornness(2025, op, y, x) == u);
+                else minus_asym += world_stubbornness(2025, op, y, x) != u;
+                differ_seed += world_stubbornness(7, op, x, y) != u;
+                if (op != '-' && x > y) continue;  // one cell for (x, y) and (y, x)
+                cells++, sum += u, above += u > 0;
+            }
+    }
+    assert_int_equal(cells, 55 + 100 + 55);
+    printf("  %d cells: mean u %+.3f, %d above 0; %d of 300 facts differ at another seed\n",
+           cells, sum / cells, above, differ_seed);
+    assert_true(fabs(sum / cells) < 0.15);
+    assert_true(above > 0.35 * cells && above < 0.65 * cells);
+    assert_true(differ_seed > 250);
+    assert_true(minus_asym > 50);
+    assert_true(world_stubbornness(2025, '/', 3, 4) == 0);
+}
+
+// loop_continue_spread: a loop at the step a op b writes Geometric(q) further attempts with
+// q = sigmoid(logit(loop_continue_p) + spread u(a op b)). Checked against that closed form,
+// and on the corpus: the attempts of loops at the stubborn half of the facts (u > 0) and at
+// the other half against the means q / (1 - q) of their facts, within four standard errors.
+static void test_corpus_stubborn_loops(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    p.p_template_r1 = 1, p.p_template_boxed = 0, p.p_r1_off_format = 0;
+    p.p_false_alarm = 0.005;
+    p.p_recover = 0, p.p_loop = 1, p.p_give_up = 0;
+    p.loop_min_cycles = 1, p.loop_continue_p = 0.3, p.p_loop_restart = 0;
+    p.p_loop_repeat = 1, p.p_loop_give_up = 1;
+    p.gap_seed = 2025;
+    char err[256];
+    // without spread: loop_continue_p for every fact
+    for (int a = 0; a < 40; a += 3)
+        assert_true(corpus_loop_continue(&p, '*', a, a + 7) == 0.3);
+    p.loop_continue_spread = 2.0;
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), 0);
+    for (int a = -20; a < 40; a += 3) {
+        for (int k = 0; k < 3; k++) {
+            char op = "+-*"[k];
+            double z = log(0.3 / 0.7) + 2.0 * world_stubbornness(2025, op, a, 17 - a);
+            double want = 1 / (1 + exp(-z));
+            assert_true(fabs(corpus_loop_continue(&p, op, a, 17 - a) - (want < 0.95 ? want : 0.95)) < 1e-12);
+        }
+    }
+    const int n = 6000;
+    static char doc[DOC_CAP];
+    StepClause cl[256];
+    int loops[2] = {0, 0};
+    double extra[2] = {0, 0}, want[2] = {0, 0}, var[2] = {0, 0};
+    for (int i = 0; i < n; i++) {
+        DocInfo in;
+        int len = corpus_document(&p, 99, i, doc, DOC_CAP, &in);
+        assert_true(len > 0);
+        if (in.n_loop != 1) continue;
+        // the loop's step: the first check that says no (every disagreement loops and every
+        // loop ends with a guess, so a document has at most one)
+        int nc = template_step_clauses(doc + in.prompt_chars, cl, 256), j = 0;
+        while (j < nc && !(cl[j].kind == CLAUSE_CHECK && cl[j].verdict == 0)) j++;
+        if (j == nc) fail_msg("document %d: a loop but no check that says no: %s", i, doc);
+        double u = world_stubbornness(2025, cl[j].op, cl[j].a, cl[j].b);
+        double q = 1 / (1 + exp(-(log(0.3 / 0.7) + 2.0 * u)));
+        int h = u > 0;
+        loops[h]++;
+        extra[h] += in.loop_cycles - p.loop_min_cycles;
+        want[h] += q / (1 - q);
+        var[h] += q / ((1 - q) * (1 - q));  // the geometric's variance (the cap of 30 aside)
+    }
+    for (int h = 0; h < 2; h++) {
+        double z = (extra[h] - want[h]) / sqrt(var[h]);
+        printf("  %s facts: %d loops, %.3f further attempts each (knobs: %.3f, z %+.2f)\n",
+               h ? "stubborn" : "other", loops[h], extra[h] / loops[h], want[h] / loops[h], z);
+        assert_true(loops[h] > 300);
+        assert_true(fabs(z) < 4);
+    }
+    assert_true(extra[1] / loops[1] > 3 * (extra[0] / loops[0]));
+    p.loop_continue_spread = 9;
+    assert_int_equal(corpus_params_validate(&p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "loop_continue_spread"));
+}
+
 // The knobs of experiments/base/pretrain.ini: a disagreement is re-checked Geometric(p_recheck)
 // times with a copy of the clause that disagrees again, and there are no redo loops. Checked
 // on the text, against the knobs and against the verifier's flags.
@@ -1443,6 +1578,9 @@ int main(void) {
         cmocka_unit_test(test_corpus_frequencies),
         cmocka_unit_test(test_corpus_loop_cap),
         cmocka_unit_test(test_corpus_repeating_loops),
+        cmocka_unit_test(test_corpus_check_add_factor),
+        cmocka_unit_test(test_world_stubbornness),
+        cmocka_unit_test(test_corpus_stubborn_loops),
         cmocka_unit_test(test_corpus_rechecks),
         cmocka_unit_test(test_corpus_checking_pays),
         cmocka_unit_test(test_env_verdict),

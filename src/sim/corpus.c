@@ -1,6 +1,7 @@
 // corpus.c: the pretraining document generator (see corpus.h).
 #include "corpus.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ CorpusParams corpus_params_default(void) {
         .p_restate = 0.20,
         .p_check_step = 0.20,
         .p_check_step_r1 = 0.60,
+        .check_add_factor = 1.0,
         .p_error_by_level = {0.02, 0.05, 0.08, 0.12, 0.16},
         .error_hard_factor = 2.0,
         .error_easy_factor = 0.5,
@@ -36,6 +38,7 @@ CorpusParams corpus_params_default(void) {
         .p_loop = 0.25,
         .p_give_up = 0.15,
         .loop_continue_p = 0.70,
+        .loop_continue_spread = 0.0,
         .p_loop_restart = 0.30,
         .loop_min_cycles = LOOP_MIN_DISAGREE - 1,
         .loop_max_cycles = 0,
@@ -74,7 +77,8 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
         {"p_loop_repeat", p->p_loop_repeat, 1},     {"p_loop_give_up", p->p_loop_give_up, 1},
         {"p_recheck", p->p_recheck, 0.95},
         {"gap_share", p->gap_share, 1},             {"p_gap_right", p->p_gap_right, 1},
-        {"p_gap_doubt", p->p_gap_doubt, 1},
+        {"p_gap_doubt", p->p_gap_doubt, 1},         {"loop_continue_spread", p->loop_continue_spread, 8},
+        {"check_add_factor", p->check_add_factor, 1},
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++)
         if (check_prob(probs[i].name, probs[i].v, probs[i].hi, err, errlen)) return -1;
@@ -199,6 +203,18 @@ static int geometric(WorldRng *r, double q, int cap) {
     return k;
 }
 
+// The probability that a loop at the step a op b writes one more attempt: loop_continue_p,
+// moved in logit by the fact's stubbornness (world_stubbornness) times loop_continue_spread,
+// and at most 0.95. Without spread it is loop_continue_p exactly (the default corpus).
+double corpus_loop_continue(const CorpusParams *p, char op, int64_t a, int64_t b) {
+    if (!(p->loop_continue_spread > 0)) return p->loop_continue_p;
+    double q = p->loop_continue_p;
+    if (!(q > 0)) return 0;
+    double z = log(q / (1 - q)) + p->loop_continue_spread * world_stubbornness(p->gap_seed, op, a, b);
+    q = 1 / (1 + exp(-z));
+    return q < 0.95 ? q : 0.95;
+}
+
 // ---------------------------------------------------------------- one draft
 
 typedef struct {
@@ -268,7 +284,8 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
             }
         }
         put_step(&w, "", a, op, bb, v, ".");
-        if (world_rng_u01(r) < pc) {
+        // the draw is the same as without the factor, so a factor of 1 changes no document
+        if (world_rng_u01(r) < (op == '*' ? pc : pc * p->check_add_factor)) {
             info->n_checks++;
             info->n_step_checks++;
             info->n_checked_wrong += v != truth;
@@ -309,7 +326,7 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
                     info->n_loop++;
                     int extra = p->loop_max_cycles ? p->loop_max_cycles - p->loop_min_cycles
                                                    : MAX_LOOP_CYCLES;
-                    int cycles = p->loop_min_cycles + geometric(r, p->loop_continue_p, extra);
+                    int cycles = p->loop_min_cycles + geometric(r, corpus_loop_continue(p, op, a, bb), extra);
                     info->loop_cycles += cycles;
                     // a repeating loop writes the checked wrong value again in every attempt
                     // (a wrong value if the check was a false alarm); the draws are skipped

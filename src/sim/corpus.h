@@ -12,7 +12,8 @@
 //   recover  "redo 4*2=8." and continues (correct unless a later step errs silently);
 //   loop     loop_min_cycles (default LOOP_MIN_DISAGREE-1) or more further wrong attempts
 //            ("redo 4*2=7. check 4*2=7 no." or "restart." and the steps again), one more
-//            each time with probability loop_continue_p, then goes on with the last wrong
+//            each time with probability loop_continue_p (spread over the digit facts by
+//            loop_continue_spread: some facts are retried longer), then goes on with the last wrong
 //            value, or with p_loop_give_up gives up ("guess 12."); with p_loop_repeat every
 //            attempt repeats the checked wrong value (a literal repetition, as a language
 //            model's loops are). Loops often run past the budget, where the document is cut
@@ -43,6 +44,8 @@ typedef struct {
     double p_restate;         // the reasoning starts by restating the question
     double p_check_step;      // per step, plain and boxed documents
     double p_check_step_r1;   // per step, r1 documents (the r1 writer checks more)
+    double check_add_factor;  // x the check probability of a + or - step (0: the writer
+                              // checks only its multiplications)
     double p_error_by_level[WORLD_NUM_LEVELS];  // per step, by the question's level
     double error_hard_factor;  // x error probability: multiplication of two numbers >= 10
     double error_easy_factor;  // x error probability: both operands one digit
@@ -50,6 +53,9 @@ typedef struct {
     double p_false_alarm;      // a check of a right step says no
     double p_recover, p_loop, p_give_up;  // what follows a disagreement (weights, normalised)
     double loop_continue_p;    // after the minimum, one more loop cycle with this probability
+    double loop_continue_spread;  // stubbornness: a loop at the step a op b goes on with
+                               // sigmoid(logit(loop_continue_p) + spread u), u in [-1, 1] the
+                               // world's per-fact number (world_stubbornness; 0: no spread)
     double p_loop_restart;     // a loop cycle restarts from the first step (else redoes)
     double p_loop_repeat;      // a loop repeats the checked wrong value in every attempt
                                // (a literal repetition) instead of a new wrong value each
@@ -62,7 +68,7 @@ typedef struct {
     double p_gap_doubt;        // a check of a gap fact written wrong disagrees (else ok: the
                                // writer believes it); a redo or loop after it writes the same
                                // believed value again, so it cannot recover
-    uint64_t gap_seed;         // seed of the gap table (world.seed)
+    uint64_t gap_seed;         // seed of the world's fact tables, gaps and stubbornness (world.seed)
     double level_weights[WORLD_NUM_LEVELS];  // level mix of the corpus
     int loop_min_cycles;       // a loop writes at least this many further wrong attempts
     int loop_max_cycles;       // ... and at most this many (0: no cap but the writer's own limit)
@@ -72,6 +78,9 @@ typedef struct {
 CorpusParams corpus_params_default(void);
 // 0 if every knob is in range, else -1 and a message naming the knob, value and range.
 int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen);
+// The probability that a loop at the step a op b writes one more attempt (loop_continue_p,
+// spread over the facts by loop_continue_spread; docs/world.md).
+double corpus_loop_continue(const CorpusParams *p, char op, int64_t a, int64_t b);
 
 typedef struct {
     int level;

@@ -66,17 +66,25 @@ Split world_split_of(const char *q) {
 
 // ---------------------------------------------------------------- knowledge gaps
 
+// The cell of a op b's units column: op index k (+ - *) and units digits x, y, ordered for
+// the commutative + and *. 0, or -1 for an unknown op.
+static int fact_cell(char op, int64_t a, int64_t b, int *k, int *x, int *y) {
+    *x = (int)((a < 0 ? -a : a) % 10), *y = (int)((b < 0 ? -b : b) % 10);
+    *k = op == '+' ? 0 : op == '-' ? 1 : op == '*' ? 2 : -1;
+    if (*k < 0) return -1;
+    if (op != '-' && *x > *y) {  // + and * are commutative: one cell for (x, y) and (y, x)
+        int t = *x;
+        *x = *y;
+        *y = t;
+    }
+    return 0;
+}
+
 int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong) {
     if (!g || !(g->share > 0)) return 0;
-    int x = (int)((a < 0 ? -a : a) % 10), y = (int)((b < 0 ? -b : b) % 10);
+    int k, x, y;
+    if (fact_cell(op, a, b, &k, &x, &y) != 0) return 0;
     if (x < 2 || y < 2) return 0;  // facts with 0 and 1 are never wrong
-    int k = op == '+' ? 0 : op == '-' ? 1 : op == '*' ? 2 : -1;
-    if (k < 0) return 0;
-    if (op != '-' && x > y) {  // + and * are commutative: one cell for (x, y) and (y, x)
-        int t = x;
-        x = y;
-        y = t;
-    }
     uint64_t h = mix64(g->seed ^ mix64(0x6761707300000000ull + (uint64_t)(k * 100 + x * 10 + y)));
     if ((double)(h >> 11) * (1.0 / 9007199254740992.0) >= g->share) return 0;
     static const int64_t OFF[4] = {-2, -1, 1, 2};
@@ -84,6 +92,13 @@ int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong)
     int64_t truth = op == '+' ? a + b : op == '-' ? a - b : a * b;
     if (wrong) *wrong = truth + (truth < 0 ? -e : e);
     return 1;
+}
+
+double world_stubbornness(uint64_t seed, char op, int64_t a, int64_t b) {
+    int k, x, y;
+    if (fact_cell(op, a, b, &k, &x, &y) != 0) return 0;
+    uint64_t h = mix64(seed ^ mix64(0x7374756200000000ull + (uint64_t)(k * 100 + x * 10 + y)));
+    return 2.0 * ((double)(h >> 11) * (1.0 / 9007199254740992.0)) - 1.0;
 }
 
 // ---------------------------------------------------------------- level specs

@@ -103,6 +103,13 @@ typedef struct {
 // 1 if a op b is a gap fact of g (then *wrong, if not NULL, is the value believed), else 0.
 int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong);
 
+// ---- stubbornness: how long the world's writer keeps retrying a step that a check rejected
+// A number u in [-1, 1] per cell (op, x, y) of the units column, x, y in 0..9 (one cell for
+// (x, y) and (y, x) under + and *), uniform over the cells, by a hash of (seed, op, x, y)
+// alone and independent of the gap table. The corpus's loops at a step go on the longer the
+// larger u is (corpus.loop_continue_spread); 0 for an unknown op.
+double world_stubbornness(uint64_t seed, char op, int64_t a, int64_t b);
+
 // ---- random stream shared by the world's generators
 enum {
     WORLD_PURPOSE_TRAIN = 1,
