@@ -80,13 +80,21 @@ static int fact_cell(char op, int64_t a, int64_t b, int *k, int *x, int *y) {
     return 0;
 }
 
+// The hash of cell (k, x, y) of one of the world's fact tables: a function of (seed, table
+// salt, cell) alone, so tables with other salts are independent; and its top 53 bits as a
+// number in [0, 1).
+static uint64_t cell_hash(uint64_t seed, uint64_t salt, int k, int x, int y) {
+    return mix64(seed ^ mix64(salt + (uint64_t)(k * 100 + x * 10 + y)));
+}
+static double hash_u01(uint64_t h) { return (double)(h >> 11) * (1.0 / 9007199254740992.0); }
+
 int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong) {
     if (!g || !(g->share > 0)) return 0;
     int k, x, y;
     if (fact_cell(op, a, b, &k, &x, &y) != 0) return 0;
     if (x < 2 || y < 2) return 0;  // facts with 0 and 1 are never wrong
-    uint64_t h = mix64(g->seed ^ mix64(0x6761707300000000ull + (uint64_t)(k * 100 + x * 10 + y)));
-    if ((double)(h >> 11) * (1.0 / 9007199254740992.0) >= g->share) return 0;
+    uint64_t h = cell_hash(g->seed, 0x6761707300000000ull, k, x, y);
+    if (hash_u01(h) >= g->share) return 0;
     static const int64_t OFF[4] = {-2, -1, 1, 2};
     int64_t e = OFF[h & 3];
     int64_t truth = op == '+' ? a + b : op == '-' ? a - b : a * b;
@@ -97,8 +105,7 @@ int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong)
 double world_stubbornness(uint64_t seed, char op, int64_t a, int64_t b) {
     int k, x, y;
     if (fact_cell(op, a, b, &k, &x, &y) != 0) return 0;
-    uint64_t h = mix64(seed ^ mix64(0x7374756200000000ull + (uint64_t)(k * 100 + x * 10 + y)));
-    return 2.0 * ((double)(h >> 11) * (1.0 / 9007199254740992.0)) - 1.0;
+    return 2.0 * hash_u01(cell_hash(seed, 0x7374756200000000ull, k, x, y)) - 1.0;
 }
 
 // ---------------------------------------------------------------- level specs
