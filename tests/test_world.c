@@ -936,6 +936,74 @@ static void test_corpus_check_add_factor(void **state) {
     assert_non_null(strstr(err, "check_add_factor"));
 }
 
+// check_by_fact: the writer checks the step a op b iff the fact's draw (world_check_draw) is
+// below the step's check probability, at every occurrence; with the coin (the default) the
+// same fact is checked at some occurrences and not at others. Counted on the text: a step
+// clause followed by a check clause of the same step is a checked step.
+static void test_corpus_check_by_fact(void **state) {
+    (void)state;
+    CorpusParams p = corpus_params_default();
+    p.p_template_r1 = 1, p.p_template_boxed = 0, p.p_r1_off_format = 0;
+    p.p_recover = 0, p.p_loop = 0, p.p_give_up = 1;  // a disagreement ends the document
+    p.check_add_factor = 0.5;
+    p.gap_seed = 2025;
+    static char doc[DOC_CAP];
+    StepClause cl[256];
+    for (int by_fact = 1; by_fact >= 0; by_fact--) {
+        p.check_by_fact = by_fact;
+        // per cell (op index, x, y): occurrences and checked occurrences
+        static int seen[3][10][10], checked[3][10][10];
+        memset(seen, 0, sizeof seen), memset(checked, 0, sizeof checked);
+        int steps = 0, agree = 0;
+        for (int i = 0; i < 3000; i++) {
+            DocInfo in;
+            assert_true(corpus_document(&p, 5, i, doc, DOC_CAP, &in) > 0);
+            int nc = template_step_clauses(doc + in.prompt_chars, cl, 256);
+            for (int j = 0; j < nc; j++) {
+                if (cl[j].kind != CLAUSE_STEP) continue;
+                const StepClause *c = &cl[j], *n = j + 1 < nc ? &cl[j + 1] : NULL;
+                int is_checked = n && n->kind == CLAUSE_CHECK && n->op == c->op && n->a == c->a && n->b == c->b;
+                double rate = c->op == '*' ? p.p_check_step_r1 : p.p_check_step_r1 * p.check_add_factor;
+                int want = world_check_draw(2025, c->op, c->a, c->b) < rate;
+                int k = c->op == '+' ? 0 : c->op == '-' ? 1 : 2;
+                int x = (int)((c->a < 0 ? -c->a : c->a) % 10), y = (int)((c->b < 0 ? -c->b : c->b) % 10);
+                if (k != 1 && x > y) { int t = x; x = y; y = t; }
+                seen[k][x][y]++, checked[k][x][y] += is_checked;
+                steps++, agree += is_checked == want;
+            }
+        }
+        // cells seen at least 10 times whose occurrences were sometimes checked, sometimes not
+        int cells = 0, mixed = 0;
+        for (int k = 0; k < 3; k++)
+            for (int x = 0; x < 10; x++)
+                for (int y = 0; y < 10; y++)
+                    if (seen[k][x][y] >= 10) cells++, mixed += checked[k][x][y] > 0 && checked[k][x][y] < seen[k][x][y];
+        printf("  %s: %d of %d steps checked as their fact's draw says; %d of %d cells checked only sometimes\n",
+               by_fact ? "by fact" : "coin", agree, steps, mixed, cells);
+        assert_true(steps > 5000 && cells > 150);
+        if (by_fact) {
+            assert_int_equal(agree, steps);
+            assert_int_equal(mixed, 0);
+        } else {
+            assert_true(mixed > cells / 2);
+        }
+    }
+    // the table: in [0, 1), commutative under + and *, its own (not the stubbornness's)
+    int below = 0, same_as_stub = 0;
+    for (int x = 0; x < 10; x++)
+        for (int y = 0; y < 10; y++) {
+            double u = world_check_draw(2025, '*', x, y);
+            assert_true(u >= 0 && u < 1);
+            assert_true(world_check_draw(2025, '*', y, x) == u);
+            assert_true(world_check_draw(2025, '+', 20 + x, -(30 + y)) == world_check_draw(2025, '+', x, y));
+            below += u < 0.5;
+            same_as_stub += fabs((world_stubbornness(2025, '*', x, y) + 1) / 2 - u) < 1e-12;
+        }
+    assert_true(below > 25 && below < 75);
+    assert_int_equal(same_as_stub, 0);
+    assert_true(world_check_draw(2025, '/', 3, 4) == 0);
+}
+
 // Stubbornness (world_stubbornness): one number in [-1, 1] per cell of the units column,
 // commutative under + and *, spread over the cells, and the world's (another seed, other
 // numbers).
@@ -1579,6 +1647,7 @@ int main(void) {
         cmocka_unit_test(test_corpus_loop_cap),
         cmocka_unit_test(test_corpus_repeating_loops),
         cmocka_unit_test(test_corpus_check_add_factor),
+        cmocka_unit_test(test_corpus_check_by_fact),
         cmocka_unit_test(test_world_stubbornness),
         cmocka_unit_test(test_corpus_stubborn_loops),
         cmocka_unit_test(test_corpus_rechecks),

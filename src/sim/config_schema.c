@@ -79,6 +79,7 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"corpus", "p_check_step", CFG_FLOAT, "0.20", 0, 1, NULL, "per-step re-check probability, plain and boxed documents"},
     {"corpus", "p_check_step_r1", CFG_FLOAT, "0.60", 0, 1, NULL, "per-step re-check probability, r1 documents"},
     {"corpus", "check_add_factor", CFG_FLOAT, "1", 0, 1, NULL, "x the check probability of a + or - step (0: the writer checks only its multiplications; docs/world.md)"},
+    {"corpus", "check_by_fact", CFG_BOOL, "false", NO_RANGE, NULL, "whether a step is checked is fixed per digit fact by world.seed (a step is checked iff its fact's draw is below the check probability), not a coin per step (docs/world.md)"},
     {"corpus", "p_error_level1", CFG_FLOAT, "0.02", 0, 1, NULL, "per-step error probability at level 1"},
     {"corpus", "p_error_level2", CFG_FLOAT, "0.05", 0, 1, NULL, "per-step error probability at level 2"},
     {"corpus", "p_error_level3", CFG_FLOAT, "0.08", 0, 1, NULL, "per-step error probability at level 3"},

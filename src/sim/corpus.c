@@ -284,8 +284,11 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
             }
         }
         put_step(&w, "", a, op, bb, v, ".");
-        // the draw is the same as without the factor, so a factor of 1 changes no document
-        if (world_rng_u01(r) < (op == '*' ? pc : pc * p->check_add_factor)) {
+        // the draw is the same as without the factor, so a factor of 1 changes no document; by
+        // fact, the coin is drawn and not used, so the rest of the document keeps its draws
+        double check_u = world_rng_u01(r);
+        if (p->check_by_fact) check_u = world_check_draw(p->gap_seed, op, a, bb);
+        if (check_u < (op == '*' ? pc : pc * p->check_add_factor)) {
             info->n_checks++;
             info->n_step_checks++;
             info->n_checked_wrong += v != truth;

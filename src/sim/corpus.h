@@ -46,6 +46,9 @@ typedef struct {
     double p_check_step_r1;   // per step, r1 documents (the r1 writer checks more)
     double check_add_factor;  // x the check probability of a + or - step (0: the writer
                               // checks only its multiplications)
+    int check_by_fact;        // 1: whether a step is checked is the fact's, not a coin's: the
+                              // writer checks a op b iff world_check_draw() is below the
+                              // step's check probability, every time (0: a coin per step)
     double p_error_by_level[WORLD_NUM_LEVELS];  // per step, by the question's level
     double error_hard_factor;  // x error probability: multiplication of two numbers >= 10
     double error_easy_factor;  // x error probability: both operands one digit

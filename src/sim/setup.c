@@ -90,6 +90,7 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
     p->max_doc_tokens = (int)config_int(c, "corpus.max_doc_tokens");
     p->loop_min_cycles = (int)config_int(c, "corpus.loop_min_cycles");
     p->loop_max_cycles = (int)config_int(c, "corpus.loop_max_cycles");
+    p->check_by_fact = config_bool(c, "corpus.check_by_fact");
     p->gap_seed = (uint64_t)config_int(c, "world.seed");  // the gap table is the world's
     int max_len = (int)config_int(c, "model.max_seq_len");
     if (p->max_doc_tokens > max_len)

@@ -108,6 +108,12 @@ double world_stubbornness(uint64_t seed, char op, int64_t a, int64_t b) {
     return 2.0 * hash_u01(cell_hash(seed, 0x7374756200000000ull, k, x, y)) - 1.0;
 }
 
+double world_check_draw(uint64_t seed, char op, int64_t a, int64_t b) {
+    int k, x, y;
+    if (fact_cell(op, a, b, &k, &x, &y) != 0) return 0;
+    return hash_u01(cell_hash(seed, 0x6368656b00000000ull, k, x, y));
+}
+
 // ---------------------------------------------------------------- level specs
 
 typedef struct {

@@ -110,6 +110,13 @@ int world_gap(const WorldGaps *g, char op, int64_t a, int64_t b, int64_t *wrong)
 // larger u is (corpus.loop_continue_spread); 0 for an unknown op.
 double world_stubbornness(uint64_t seed, char op, int64_t a, int64_t b);
 
+// ---- checks by fact: which steps the world's writer checks (corpus.check_by_fact)
+// A number in [0, 1) per cell (op, x, y) of the units column, as above, by a hash of
+// (seed, op, x, y) alone and independent of the gap and stubbornness tables: the writer checks
+// the step a op b when it is below the step's check probability, every time; 0 for an
+// unknown op.
+double world_check_draw(uint64_t seed, char op, int64_t a, int64_t b);
+
 // ---- random stream shared by the world's generators
 enum {
     WORLD_PURPOSE_TRAIN = 1,
