@@ -1,5 +1,6 @@
 // test_sampler.c: batched generation against the full forward, reproducibility and stops.
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "common.h"
@@ -219,6 +220,56 @@ static void test_compaction_matches_full_batch(void **state) {
     free(pl);
 }
 
+// On several threads the CPU sampler gives each thread a decode batch of its own, on a view
+// of the model: every response is the one-thread batch's bit for bit, at both temperatures,
+// and the views read the parameters in place (after a change of the parameters the threads
+// agree again, on other responses).
+static void test_threads_match_one_batch(void **state) {
+    enum { NB = 3 * SAMPLER_MIN_ROWS + 5, TB = 6, BUDGET_C = 30 };
+    int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
+    for (int i = 0; i < NB; i++) {
+        pl[i] = 1 + i % TB;
+        for (int t = 0; t < TB; t++) pr[i * TB + t] = 2 + (i * 7 + t * 5) % 11;
+    }
+    int saved = omp_get_max_threads();
+    float *p = model_params(model);
+    size_t np = model_num_params(model);
+    int *before = xmalloc((size_t)NB * BUDGET_C * sizeof(int));
+    for (int round = 0; round < 2; round++) {
+        for (int greedy = 0; greedy <= 1; greedy++) {
+            SamplerConfig sc = {.temperature = greedy ? 0.0f : 1.0f, .top_p = 1, .max_new_tokens = BUDGET_C,
+                                .eos_token = 1, .stop_token = 7, .seed = 31, .env = greedy ? NULL : toy_env};
+            Generation g, ref;
+            generation_alloc(&g, NB, BUDGET_C);
+            generation_alloc(&ref, NB, BUDGET_C);
+            omp_set_num_threads(1);
+            sampler_generate(model, &sc, pr, pl, NB, TB, 900, &ref);
+            omp_set_num_threads(3);  // three decode batches of 33-34 rows
+            sampler_generate(model, &sc, pr, pl, NB, TB, 900, &g);
+            omp_set_num_threads(saved);
+            assert_memory_equal(g.length, ref.length, NB * sizeof(int));
+            assert_memory_equal(g.stopped, ref.stopped, NB * sizeof(int));
+            assert_memory_equal(g.tokens, ref.tokens, (size_t)NB * BUDGET_C * sizeof(int));
+            assert_memory_equal(g.logp, ref.logp, (size_t)NB * BUDGET_C * sizeof(float));
+            assert_memory_equal(g.env, ref.env, (size_t)NB * BUDGET_C);
+            int env_tokens = 0;
+            for (size_t k = 0; k < (size_t)NB * BUDGET_C; k++) env_tokens += g.env[k];
+            printf("  %s, round %d: 3 threads = 1 thread over %d responses (%d environment tokens; rows "
+                   "decoded %ld and %ld)\n", greedy ? "greedy" : "T=1", round, NB, env_tokens, g.decode_rows,
+                   ref.decode_rows);
+            if (!greedy && round == 0) memcpy(before, g.tokens, (size_t)NB * BUDGET_C * sizeof(int));
+            if (!greedy && round == 1)  // the views saw the new parameters
+                assert_memory_not_equal(before, g.tokens, (size_t)NB * BUDGET_C * sizeof(int));
+            generation_free(&g);
+            generation_free(&ref);
+        }
+        for (size_t i = 0; i < np; i++) p[i] *= round == 0 ? 0.5f : 2.0f;  // round 1 on other weights
+    }
+    free(before);
+    free(pr);
+    free(pl);
+}
+
 // Rows without a distribution (a NaN or +Inf logit, or no finite one) give token 0 and a NaN
 // logp under every setting; finite rows beside them are unaffected (the -Inf row of a masked
 // vocabulary is a distribution). Under ASan this also checks that no pick reads outside the row.
@@ -264,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_sampling_logp_and_reproducibility),
         cmocka_unit_test(test_environment_tokens),
         cmocka_unit_test(test_compaction_matches_full_batch),
+        cmocka_unit_test(test_threads_match_one_batch),
         cmocka_unit_test(test_budget_check),
         cmocka_unit_test(test_nonfinite_logits),
     };

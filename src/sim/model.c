@@ -85,6 +85,12 @@ struct Model {
                          // the new token's position at decode (also its RoPE position)
     int *d_store_count;  // (kv_B) rows stored per sequence: prompt length / 1 or 0
     int *h_scratch;            // host (kv_B)
+
+    // models that decode beside this one on other threads (model_views); a view has
+    // `viewer` set: its parameters are its viewer's, its backend its own
+    Model *view[MODEL_MAX_VIEWS];
+    int n_views;
+    const Model *viewer;
 };
 
 // ---------------------------------------------------------------- config
@@ -217,11 +223,14 @@ static void free_kv(Model *m) {
 
 void model_free(Model *m) {
     if (!m) return;
+    for (int i = 0; i < m->n_views; i++) model_free(m->view[i]);
     free_kv(m);
-    bk_free(m->bk, m->params);
-    bk_free(m->bk, m->grads);
-    bk_free(m->bk, m->adam_m);
-    bk_free(m->bk, m->adam_v);
+    if (!m->viewer) {
+        bk_free(m->bk, m->params);
+        bk_free(m->bk, m->grads);
+        bk_free(m->bk, m->adam_m);
+        bk_free(m->bk, m->adam_v);
+    }
     bk_free(m->bk, m->acts);
     bk_free(m->bk, m->d_tokens);
     bk_free(m->bk, m->d_targets);
@@ -229,7 +238,30 @@ void model_free(Model *m) {
     bk_free(m->bk, m->d_lengths);
     free(m->h_targets);
     free(m->tensors);
+    if (m->viewer) backend_destroy(m->bk);
     free(m);
+}
+
+Model **model_views(Model *m, int n) {
+    if (m->viewer) die("model_views: a view has no views");
+    if (m->bk->kind != BACKEND_CPU) die("model_views: the CPU backend only");
+    if (n < 1 || n > MODEL_MAX_VIEWS) die("model_views: %d views (1..%d)", n, MODEL_MAX_VIEWS);
+    for (; m->n_views < n; m->n_views++) {
+        char err[256];
+        Model *v = xcalloc(1, sizeof *v);
+        v->cfg = m->cfg;
+        v->bk = backend_create(BACKEND_CPU, err, sizeof err);
+        if (!v->bk) die("model_views: %s", err);
+        v->head_dim = m->head_dim;
+        v->n_tensors = m->n_tensors;
+        v->tensors = xmalloc((size_t)m->n_tensors * sizeof *v->tensors);
+        memcpy(v->tensors, m->tensors, (size_t)m->n_tensors * sizeof *v->tensors);
+        v->n_params = m->n_params;
+        v->params = m->params;
+        v->viewer = m;
+        m->view[m->n_views] = v;
+    }
+    return m->view;
 }
 
 const ModelConfig *model_config(const Model *m) { return &m->cfg; }

@@ -133,4 +133,13 @@ void model_decode_compact(Model *m, const int *keep, int n_keep, int B);
 // Current length of sequence b in the cache.
 int model_kv_len(const Model *m, int b);
 
+// ---- several decodes at once (CPU)
+// n models (n <= MODEL_MAX_VIEWS) that read m's parameters, each with its own activations,
+// KV cache and CPU backend, so that n threads can prefill and decode at once, one each
+// (sampler_generate). Made on the first call and kept with m (model_free frees them). They
+// read m's parameters in place, so they see every update of m; they have no gradients and
+// no optimizer state. CPU backend only.
+#define MODEL_MAX_VIEWS 64
+Model **model_views(Model *m, int n);
+
 #endif

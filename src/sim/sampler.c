@@ -6,6 +6,10 @@
 
 #include "../common.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 void generation_alloc(Generation *g, int n, int max_new) {
     g->n = n;
     g->max_new = max_new;
@@ -48,15 +52,9 @@ static int row_running(const int *seq, const int *active, int r) {
     return seq[r] >= 0 && active[seq[r]];
 }
 
-void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
-                      int n, int T, uint64_t seq_id0, Generation *out) {
-    if (n < 1) return;
-    if (out->n < n || out->max_new < sc->max_new_tokens)
-        die("sampler_generate: generation buffer too small (%d x %d for %d x %d)", out->n,
-            out->max_new, n, sc->max_new_tokens);
-    char err[256];
-    for (int i = 0; i < n; i++)
-        if (sampler_fits(m, sc, prompt_len[i], err, sizeof err) != 0) die("sampler: %s", err);
+// The generation of sequences [0, n) into out's rows [0, n): one decode batch on m.
+static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
+                          int n, int T, uint64_t seq_id0, Generation *out) {
     Backend *bk = model_backend(m);
     int V = model_config(m)->vocab_size;
     model_kv_alloc(m, n);
@@ -80,7 +78,6 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
         active[i] = 1;
         seq[i] = i;
     }
-    memset(out->env, 0, (size_t)out->n * out->max_new);
     out->decode_rows = 0;
     model_prefill(m, prompts, prompt_len, n, T, logits);
     int n_active = n, B = n;
@@ -158,4 +155,57 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
     bk_free(bk, d_logp);
     bk_free(bk, d_tok);
     bk_free(bk, d_ctr);
+}
+
+// How many threads decode at once: on the CPU each takes a decode batch of its own (at least
+// SAMPLER_MIN_ROWS rows, so its rows round as in one batch of all), with every kernel inside
+// it on one thread; 1 elsewhere, and inside a parallel region.
+static int decode_threads(const Model *m, int n) {
+#ifdef _OPENMP
+    if (model_backend(m)->kind != BACKEND_CPU || omp_in_parallel()) return 1;
+    int t = omp_get_max_threads(), most = n / SAMPLER_MIN_ROWS;
+    if (t > most) t = most;
+    if (t > MODEL_MAX_VIEWS) t = MODEL_MAX_VIEWS;
+    return t > 1 ? t : 1;
+#else
+    (void)m, (void)n;
+    return 1;
+#endif
+}
+
+void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
+                      int n, int T, uint64_t seq_id0, Generation *out) {
+    if (n < 1) return;
+    if (out->n < n || out->max_new < sc->max_new_tokens)
+        die("sampler_generate: generation buffer too small (%d x %d for %d x %d)", out->n,
+            out->max_new, n, sc->max_new_tokens);
+    char err[256];
+    for (int i = 0; i < n; i++)
+        if (sampler_fits(m, sc, prompt_len[i], err, sizeof err) != 0) die("sampler: %s", err);
+    memset(out->env, 0, (size_t)out->n * out->max_new);
+    int nt = decode_threads(m, n);
+    if (nt == 1) {
+        generate_rows(m, sc, prompts, prompt_len, n, T, seq_id0, out);
+        return;
+    }
+#ifdef _OPENMP
+    // Thread t decodes the contiguous sequences [n t / nt, n (t + 1) / nt) on a view of m: a
+    // response is the one of a single batch bit for bit (its rows never fewer than
+    // SAMPLER_MIN_ROWS; tests/test_sampler.c), and the kernels' own parallel regions, nested,
+    // run on one thread, as does OpenBLAS inside a parallel region.
+    Model **views = model_views(m, nt);
+    long rows = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : rows)
+    {
+        int t = omp_get_thread_num(), i0 = (int)((long)n * t / nt), i1 = (int)((long)n * (t + 1) / nt);
+        size_t o = (size_t)i0 * out->max_new;
+        Generation part = {.n = i1 - i0, .max_new = out->max_new, .length = out->length + i0,
+                           .stopped = out->stopped + i0, .tokens = out->tokens + o,
+                           .logp = out->logp + o, .env = out->env + o};
+        generate_rows(views[t], sc, prompts + (size_t)i0 * T, prompt_len + i0, i1 - i0, T,
+                      seq_id0 + (uint64_t)i0, &part);
+        rows += part.decode_rows;
+    }
+    out->decode_rows = rows;
+#endif
 }
