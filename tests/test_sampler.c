@@ -179,16 +179,32 @@ static void test_environment_tokens(void **state) {
     generation_free(&g0);
 }
 
+// The prompts of the batch tests: n prompts of 1..T tokens (right-padded to T).
+static void batch_prompts(int *pr, int *pl, int n, int T) {
+    for (int i = 0; i < n; i++) {
+        pl[i] = 1 + i % T;
+        for (int t = 0; t < T; t++) pr[i * T + t] = 2 + (i * 7 + t * 5) % 11;
+    }
+}
+
+// Two generations of the same n sequences agree bit for bit: lengths, stop flags, tokens,
+// log-probs and the environment's marks.
+static void assert_same_generation(const Generation *g, const Generation *ref, int n, int budget) {
+    size_t cells = (size_t)n * budget;
+    assert_memory_equal(g->length, ref->length, (size_t)n * sizeof(int));
+    assert_memory_equal(g->stopped, ref->stopped, (size_t)n * sizeof(int));
+    assert_memory_equal(g->tokens, ref->tokens, cells * sizeof(int));
+    assert_memory_equal(g->logp, ref->logp, cells * sizeof(float));
+    assert_memory_equal(g->env, ref->env, cells);
+}
+
 // The decode batch shrinks as sequences stop (sampler.c): every response, flag and logp is
 // the one of the full batch decoded to the end (no_compact), bit for bit, at temperature 1
 // with an environment and greedily, and the compacted decode runs fewer rows.
 static void test_compaction_matches_full_batch(void **state) {
     enum { NB = 3 * SAMPLER_MIN_ROWS + 5, TB = 6, BUDGET_C = 30 };
     int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
-    for (int i = 0; i < NB; i++) {
-        pl[i] = 1 + i % TB;
-        for (int t = 0; t < TB; t++) pr[i * TB + t] = 2 + (i * 7 + t * 5) % 11;
-    }
+    batch_prompts(pr, pl, NB, TB);
     for (int greedy = 0; greedy <= 1; greedy++) {
         SamplerConfig sc = {.temperature = greedy ? 0.0f : 1.0f, .top_p = 1, .max_new_tokens = BUDGET_C,
                             .eos_token = 1, .stop_token = 7, .seed = 31, .env = greedy ? NULL : toy_env};
@@ -198,11 +214,7 @@ static void test_compaction_matches_full_batch(void **state) {
         sampler_generate(model, &sc, pr, pl, NB, TB, 900, &g);
         sc.no_compact = 1;
         sampler_generate(model, &sc, pr, pl, NB, TB, 900, &ref);
-        assert_memory_equal(g.length, ref.length, NB * sizeof(int));
-        assert_memory_equal(g.stopped, ref.stopped, NB * sizeof(int));
-        assert_memory_equal(g.tokens, ref.tokens, (size_t)NB * BUDGET_C * sizeof(int));
-        assert_memory_equal(g.logp, ref.logp, (size_t)NB * BUDGET_C * sizeof(float));
-        assert_memory_equal(g.env, ref.env, (size_t)NB * BUDGET_C);
+        assert_same_generation(&g, &ref, NB, BUDGET_C);
         int longest = 0, stopped = 0;
         for (int i = 0; i < NB; i++) {
             if (g.length[i] > longest) longest = g.length[i];
@@ -227,10 +239,7 @@ static void test_compaction_matches_full_batch(void **state) {
 static void test_threads_match_one_batch(void **state) {
     enum { NB = 3 * SAMPLER_MIN_ROWS + 5, TB = 6, BUDGET_C = 30 };
     int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
-    for (int i = 0; i < NB; i++) {
-        pl[i] = 1 + i % TB;
-        for (int t = 0; t < TB; t++) pr[i * TB + t] = 2 + (i * 7 + t * 5) % 11;
-    }
+    batch_prompts(pr, pl, NB, TB);
     int saved = omp_get_max_threads();
     float *p = model_params(model);
     size_t np = model_num_params(model);
@@ -247,11 +256,7 @@ static void test_threads_match_one_batch(void **state) {
             omp_set_num_threads(3);  // three decode batches of 33-34 rows
             sampler_generate(model, &sc, pr, pl, NB, TB, 900, &g);
             omp_set_num_threads(saved);
-            assert_memory_equal(g.length, ref.length, NB * sizeof(int));
-            assert_memory_equal(g.stopped, ref.stopped, NB * sizeof(int));
-            assert_memory_equal(g.tokens, ref.tokens, (size_t)NB * BUDGET_C * sizeof(int));
-            assert_memory_equal(g.logp, ref.logp, (size_t)NB * BUDGET_C * sizeof(float));
-            assert_memory_equal(g.env, ref.env, (size_t)NB * BUDGET_C);
+            assert_same_generation(&g, &ref, NB, BUDGET_C);
             int env_tokens = 0;
             for (size_t k = 0; k < (size_t)NB * BUDGET_C; k++) env_tokens += g.env[k];
             printf("  %s, round %d: 3 threads = 1 thread over %d responses (%d environment tokens; rows "
