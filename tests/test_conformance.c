@@ -5,6 +5,7 @@
 // GSPO's sequence ratio, finite differences of each loss, and the invariances of the
 // aggregation under the micro-batch split (update_minibatch_gradient on a tiny model).
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "common.h"
@@ -365,17 +366,20 @@ static void fixed_rollout(FixedRollout *f, int V) {
 }
 
 // The gradient (into g, np floats) and the logged weights (into w) of objective o over the
-// fixed rollout with the given micro-batch size (pi_old = pi_theta: every rho is 1).
-static void gradient_with_micro(Model *m, UpdateWorkspace *ws, FixedRollout *f,
-                                const ObjectiveConfig *o, int micro, float *g, float *w) {
+// fixed rollout with the given micro-batch size (pi_old = pi_theta: every rho is 1), its
+// statistics into st and, with unbiased (ws made with the bias diagnostic), the bias cosine
+// (returned).
+static double gradient_with_micro(Model *m, UpdateWorkspace *ws, FixedRollout *f,
+                                  const ObjectiveConfig *o, int micro, float *g, float *w,
+                                  const float *unbiased, MinibatchStats *st) {
     Rollout r = {.n = NR, .prompt = f->pp, .prompt_len = f->plen, .resp = f->rp,
                  .resp_len = f->rlen, .advantage = f->adv, .tok_offset = f->off,
                  .logp_old = f->old, .logp_ref = NULL, .env = NULL};
     update_old_logp(ws, m, NULL, &r, f->idx, NR, micro);
     model_zero_grad(m);
-    MinibatchStats st;
-    update_minibatch_gradient(ws, m, o, &r, f->idx, NR, micro, w, NULL, &st);
+    double cosine = update_minibatch_gradient(ws, m, o, &r, f->idx, NR, micro, w, unbiased, st);
     bk_download(cpu, g, model_grads(m), model_num_params(m) * sizeof(float));
+    return cosine;
 }
 
 static Model *tiny_model(void) {
@@ -409,9 +413,10 @@ static void test_micro_batch_invariance(void **state) {
     for (int k = 0; k < 3; k++) {
         ObjectiveConfig o;
         assert_int_equal(objective_preset(names[k], RMAX, &o), 0);
-        gradient_with_micro(m, ws, &f, &o, 0, g0, w0);
+        MinibatchStats st;
+        gradient_with_micro(m, ws, &f, &o, 0, g0, w0, NULL, &st);
         for (int j = 0; j < 4; j++) {
-            gradient_with_micro(m, ws, &f, &o, micros[j], g, w);
+            gradient_with_micro(m, ws, &f, &o, micros[j], g, w, NULL, &st);
             double e = tu_rel_err(g, g0, np);
             printf("  %-8s micro %d vs one pass: gradient rel err %.2e\n", names[k], micros[j], e);
             if (k < 2) assert_true(e < 1e-5);
@@ -441,6 +446,48 @@ static void test_micro_batch_invariance(void **state) {
         }
     }
     free(g0);
+    free(g);
+    update_workspace_free(ws);
+    model_free(m);
+}
+
+// On several CPU threads the passes of a minibatch run at once, each on one thread on a view
+// of the model (update.c, pass_threads): every pass's log-probs, and so pi_old and the token
+// weights, are those of one thread bit for bit, and the gradient differs from one thread's
+// only in the order its passes are summed.
+static void test_threads_match_one_thread(void **state) {
+    Model *m = tiny_model();
+    FixedRollout f;
+    fixed_rollout(&f, 40);
+    size_t np = model_num_params(m);
+    UpdateWorkspace *ws = update_workspace_create(m, NR, 1);
+    float *g1 = xmalloc(np * sizeof(float)), *g = xmalloc(np * sizeof(float));
+    float w1[NR * RMAX], w[NR * RMAX], old1[NR * RMAX];
+    ObjectiveConfig o;
+    assert_int_equal(objective_preset("grpo", RMAX, &o), 0);
+    int saved = omp_get_max_threads();
+    const int micros[] = {1, 3};
+    for (int j = 0; j < 2; j++) {
+        MinibatchStats s1, s;
+        omp_set_num_threads(1);
+        double c1 = gradient_with_micro(m, ws, &f, &o, micros[j], g1, w1, f.adv, &s1);
+        memcpy(old1, f.old, sizeof old1);
+        omp_set_num_threads(3);
+        double c = gradient_with_micro(m, ws, &f, &o, micros[j], g, w, f.adv, &s);
+        double e = tu_rel_err(g, g1, np);
+        printf("  micro %d: 3 threads vs 1, pi_old and weights bit for bit, gradient rel err %.2e, "
+               "bias cosine %.9f vs %.9f\n", micros[j], e, c, c1);
+        assert_memory_equal(f.old, old1, (size_t)f.ntok * sizeof(float));
+        assert_memory_equal(w, w1, (size_t)f.ntok * sizeof(float));
+        assert_true(e < 1e-6);
+        assert_near(c, c1, 1e-6, "bias cosine");
+        assert_true(s.tokens == s1.tokens && s.clipped_low == s1.clipped_low &&
+                    s.clipped_high == s1.clipped_high);
+        assert_near(s.loss, s1.loss, 1e-9 * fabs(s1.loss) + 1e-12, "loss");
+        assert_near(s.entropy_sum, s1.entropy_sum, 1e-9 * s1.entropy_sum, "entropy");
+    }
+    omp_set_num_threads(saved);
+    free(g1);
     free(g);
     update_workspace_free(ws);
     model_free(m);
@@ -490,6 +537,7 @@ int main(void) {
         cmocka_unit_test(test_gspo_sequence_ratio),
         cmocka_unit_test(test_finite_differences),
         cmocka_unit_test(test_micro_batch_invariance),
+        cmocka_unit_test(test_threads_match_one_thread),
         cmocka_unit_test(test_doc_is_generated),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

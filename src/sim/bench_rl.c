@@ -3,8 +3,9 @@
 // responses sampled with the KV cache, verified and scored (rollout), then the old log-probs
 // and one AdamW step per minibatch of M responses in micro-batches (update), through the
 // trainer's own phases (rollout_collect, rollout_score, rollout_advantages, update_epochs).
-// Left out: the run log, the evals, checkpoints and the bias diagnostic's extra backward. FLOPs are counted per processed position and compared with
-// cblas_sgemm measured in the same run on the model's own matrix shapes.
+// Left out: the run log, the evals, checkpoints and the bias diagnostic's extra backward.
+// FLOPs are counted per processed position and compared with cblas_sgemm measured in the same
+// run on the model's own matrix shapes (sgemm_limit).
 #include "bench.h"
 
 #include <math.h>
@@ -53,8 +54,12 @@ static double seq_forward_flops(const ModelConfig *c, double N, int n) {
 
 // Best GFLOP/s of cblas_sgemm (kn_matmul_forward) over the model's forward matrix products
 // with `rows` rows: every weight shape once per layer, FLOP-weighted (total FLOPs over the
-// summed best times).
-double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int reps) {
+// summed best times). apart = 1: one product at a time, on all threads; apart > 1 (CPU): that
+// many threads at once, each on a product of its own with `rows` rows on one thread (the way
+// the sampler and the update share out their batches on the CPU), all their FLOPs over the
+// time until the last is done.
+double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int reps, int apart) {
+    if (apart < 1 || bk->kind != BACKEND_CPU) apart = 1;
     int hd = c->d_model / c->n_heads, C = c->d_model;
     int shapes[][3] = {  // {out, in, count}
         {c->n_heads * hd, C, c->n_layers},      {c->n_kv_heads * hd, C, 2 * c->n_layers},
@@ -64,10 +69,10 @@ double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int
     int big = c->d_ff > C ? c->d_ff : C;
     if (c->vocab_size > big) big = c->vocab_size;
     size_t na = (size_t)rows * big, nw = (size_t)big * big;
-    float *a = bk_alloc(bk, na * sizeof(float)), *w = bk_alloc(bk, nw * sizeof(float));
-    float *o = bk_alloc(bk, na * sizeof(float)), *h = xmalloc((na > nw ? na : nw) * sizeof(float));
+    float *a = bk_alloc(bk, apart * na * sizeof(float)), *w = bk_alloc(bk, nw * sizeof(float));
+    float *o = bk_alloc(bk, apart * na * sizeof(float)), *h = xmalloc((na > nw ? na : nw) * sizeof(float));
     for (size_t i = 0; i < na; i++) h[i] = philox_uniform(7, i) - 0.5f;
-    bk_upload(bk, a, h, na * sizeof(float));
+    for (int t = 0; t < apart; t++) bk_upload(bk, a + t * na, h, na * sizeof(float));
     for (size_t i = 0; i < nw; i++) h[i] = philox_uniform(8, i) - 0.5f;
     bk_upload(bk, w, h, nw * sizeof(float));
     double flops = 0, secs = 0;
@@ -77,12 +82,20 @@ double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int
         for (int r = 0; r <= reps; r++) {  // r = 0 warms up
             bk_sync(bk);
             double t0 = wall_time();
-            kn_matmul_forward(bk, o, a, w, rows, IC, OC);
+            if (apart == 1) {
+                kn_matmul_forward(bk, o, a, w, rows, IC, OC);
+            } else {
+#pragma omp parallel num_threads(apart)
+                {
+                    size_t t = (size_t)omp_get_thread_num();
+                    kn_matmul_forward(bk, o + t * na, a + t * na, w, rows, IC, OC);
+                }
+            }
             bk_sync(bk);
             double dt = wall_time() - t0;
             if (r > 0 && dt < best) best = dt;
         }
-        flops += 2.0 * rows * IC * (double)OC * shapes[s][2];
+        flops += 2.0 * apart * rows * IC * (double)OC * shapes[s][2];
         secs += best * shapes[s][2];
     }
     bk_free(bk, a);
@@ -90,6 +103,16 @@ double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int
     bk_free(bk, o);
     free(h);
     return flops / secs * 1e-9;
+}
+
+// The machine's sgemm limit for `rows` rows of a phase that runs on nt threads: the better
+// of one product on all threads and, on the CPU, nt products of rows / nt rows at once, one
+// thread each (rows_apart: the rows each thread takes then).
+static double sgemm_limit(Backend *bk, const ModelConfig *c, int rows, int rows_apart, int nt,
+                          double *one, double *apart) {
+    *one = bench_sgemm_model_shapes(bk, c, rows, 5, 1);
+    *apart = nt > 1 && bk->kind == BACKEND_CPU ? bench_sgemm_model_shapes(bk, c, rows_apart, 5, nt) : 0;
+    return *one > *apart ? *one : *apart;
 }
 
 static const CliOption bench_rl_opts[] = {
@@ -275,23 +298,29 @@ int cmd_bench_rl(int argc, char **argv) {
     if (lf) fclose(lf);
     if (rc == 0) {
         int N = S->P * S->G, upd_rows = (int)(S->micro * (sum.seq_tokens / (steps * (double)N)) + 0.5);
-        double sg_ro = bench_sgemm_model_shapes(bk, &mc, N, 5);
-        double sg_up = bench_sgemm_model_shapes(bk, &mc, upd_rows > 0 ? upd_rows : 1, 5);
+        // the rollout's batch of N rows (a share of N / nt per thread on the CPU); the update's
+        // passes of upd_rows rows (one pass per thread at once on the CPU)
+        int nt = omp_get_max_threads(), ur = upd_rows > 0 ? upd_rows : 1;
+        double ro_one, ro_apart, up_one, up_apart;
+        double sg_ro = sgemm_limit(bk, &mc, N, (N + nt - 1) / nt, nt, &ro_one, &ro_apart);
+        double sg_up = sgemm_limit(bk, &mc, ur, ur, nt, &up_one, &up_apart);
         double ro_g = sum.rollout_flops / sum.rollout_s * 1e-9, up_g = sum.update_flops / sum.update_s * 1e-9;
         double step_s = (sum.rollout_s + sum.update_s) / steps;
         printf("  rollout  %8.0f generated tokens/s  %6.2f GFLOP/s  %5.1f%% of sgemm on its shapes "
-               "(%d rows: %.1f GFLOP/s)\n", sum.gen_tokens / sum.rollout_s, ro_g, 100 * ro_g / sg_ro,
-               N, sg_ro);
-        printf("  update   %8.0f generated tokens/s  %6.2f GFLOP/s  %5.1f%% of sgemm on its shapes "
-               "(%d rows: %.1f GFLOP/s)\n", sum.gen_tokens / sum.update_s, up_g, 100 * up_g / sg_up,
-               upd_rows, sg_up);
+               "(%d rows: %.1f GFLOP/s", sum.gen_tokens / sum.rollout_s, ro_g, 100 * ro_g / sg_ro, N, ro_one);
+        if (ro_apart > 0) printf("; %d x %d rows apart: %.1f", nt, (N + nt - 1) / nt, ro_apart);
+        printf(")\n  update   %8.0f generated tokens/s  %6.2f GFLOP/s  %5.1f%% of sgemm on its shapes "
+               "(%d rows: %.1f GFLOP/s", sum.gen_tokens / sum.update_s, up_g, 100 * up_g / sg_up, ur, up_one);
+        if (up_apart > 0) printf("; %d x %d rows apart: %.1f", nt, ur, up_apart);
+        printf(")\n");
         printf("  step     %.3f s/step  %.4f s per 1k generated tokens  (%.0f generated tokens per step)\n",
                step_s, 1000 * step_s * steps / sum.gen_tokens, sum.gen_tokens / steps);
         printf("RESULT impl=grpolab mode=%s threads=%d steps=%d gen_tokens=%.0f seq_tokens=%.0f "
                "rollout_s=%.4f update_s=%.4f rollout_gflop=%.9g update_gflop=%.9g "
-               "sgemm_rollout=%.3f sgemm_update=%.3f\n", B.forced ? "forced" : "own",
-               omp_get_max_threads(), steps, sum.gen_tokens, sum.seq_tokens, sum.rollout_s,
-               sum.update_s, sum.rollout_flops * 1e-9, sum.update_flops * 1e-9, sg_ro, sg_up);
+               "sgemm_rollout=%.3f sgemm_update=%.3f sgemm_rollout_one=%.3f sgemm_update_one=%.3f\n",
+               B.forced ? "forced" : "own", nt, steps, sum.gen_tokens, sum.seq_tokens, sum.rollout_s,
+               sum.update_s, sum.rollout_flops * 1e-9, sum.update_flops * 1e-9, sg_ro, sg_up, ro_one,
+               up_one);
     }
     model_free(B.m);
     backend_destroy(bk);

@@ -4,6 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "../common.h"
 #include "../kernels/philox.h"
@@ -225,9 +228,9 @@ void model_free(Model *m) {
     if (!m) return;
     for (int i = 0; i < m->n_views; i++) model_free(m->view[i]);
     free_kv(m);
+    bk_free(m->bk, m->grads);
     if (!m->viewer) {
         bk_free(m->bk, m->params);
-        bk_free(m->bk, m->grads);
         bk_free(m->bk, m->adam_m);
         bk_free(m->bk, m->adam_v);
     }
@@ -258,10 +261,30 @@ Model **model_views(Model *m, int n) {
         memcpy(v->tensors, m->tensors, (size_t)m->n_tensors * sizeof *v->tensors);
         v->n_params = m->n_params;
         v->params = m->params;
+        v->grads = bk_alloc(v->bk, m->n_params * sizeof(float));
+        bk_zero(v->bk, v->grads, m->n_params * sizeof(float));
         v->viewer = m;
         m->view[m->n_views] = v;
     }
     return m->view;
+}
+
+int model_view_threads(const Model *m, int most) {
+#ifdef _OPENMP
+    if (m->bk->kind != BACKEND_CPU || omp_in_parallel()) return 1;
+    int t = omp_get_max_threads();
+    if (t > most) t = most;
+    if (t > MODEL_MAX_VIEWS) t = MODEL_MAX_VIEWS;
+    return t > 1 ? t : 1;
+#else
+    (void)m, (void)most;
+    return 1;
+#endif
+}
+
+void model_add_grads(Model *m, const Model *src) {
+    if (src->n_params != m->n_params) die("model_add_grads: %zu parameters into %zu", src->n_params, m->n_params);
+    kn_add(m->bk, m->grads, m->grads, src->grads, m->n_params);
 }
 
 const ModelConfig *model_config(const Model *m) { return &m->cfg; }

@@ -133,13 +133,19 @@ void model_decode_compact(Model *m, const int *keep, int n_keep, int B);
 // Current length of sequence b in the cache.
 int model_kv_len(const Model *m, int b);
 
-// ---- several decodes at once (CPU)
+// ---- several passes at once (CPU)
 // n models (n <= MODEL_MAX_VIEWS) that read m's parameters, each with its own activations,
-// KV cache and CPU backend, so that n threads can prefill and decode at once, one each
-// (sampler_generate). Made on the first call and kept with m (model_free frees them). They
-// read m's parameters in place, so they see every update of m; they have no gradients and
-// no optimizer state. CPU backend only.
+// KV cache, gradients and CPU backend, so that n threads can decode (sampler_generate) or
+// run forward and backward passes (update.c) at once, one each. Made on the first call and
+// kept with m (model_free frees them). They read m's parameters in place, so they see every
+// update of m; they have no optimizer state (model_add_grads brings their gradients to m).
+// CPU backend only.
 #define MODEL_MAX_VIEWS 64
 Model **model_views(Model *m, int n);
+// How many threads can each run a view of m at once for `most` pieces of work: the OpenMP
+// threads, at most `most` and MODEL_MAX_VIEWS; 1 off the CPU and inside a parallel region.
+int model_view_threads(const Model *m, int most);
+// m's gradients += src's (elementwise, the same order on any thread count).
+void model_add_grads(Model *m, const Model *src);
 
 #endif

@@ -159,19 +159,8 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
 
 // How many threads decode at once: on the CPU each takes a decode batch of its own (at least
 // SAMPLER_MIN_ROWS rows, so its rows round as in one batch of all), with every kernel inside
-// it on one thread; 1 elsewhere, and inside a parallel region.
-static int decode_threads(const Model *m, int n) {
-#ifdef _OPENMP
-    if (model_backend(m)->kind != BACKEND_CPU || omp_in_parallel()) return 1;
-    int t = omp_get_max_threads(), most = n / SAMPLER_MIN_ROWS;
-    if (t > most) t = most;
-    if (t > MODEL_MAX_VIEWS) t = MODEL_MAX_VIEWS;
-    return t > 1 ? t : 1;
-#else
-    (void)m, (void)n;
-    return 1;
-#endif
-}
+// it on one thread.
+static int decode_threads(const Model *m, int n) { return model_view_threads(m, n / SAMPLER_MIN_ROWS); }
 
 void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
                       int n, int T, uint64_t seq_id0, Generation *out) {

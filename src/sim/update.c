@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "../common.h"
 #include "../kernels/philox.h"
@@ -32,6 +35,10 @@ struct UpdateWorkspace {
     float *d_logp_old, *d_logp_ref, *d_adv, *d_w, *d_loss, *d_kl, *d_coef, *d_dlogp;
     int *d_start, *d_len, *d_clip_low, *d_clip_high;
     unsigned char *d_env;
+    // on the CPU with several threads: thread t's workspace, on the backend of view t of the
+    // model (pass_threads), made on first use
+    UpdateWorkspace *part[MODEL_MAX_VIEWS];
+    int n_parts;
 };
 
 // The workspace's buffers and their sizes in bytes: host (xmalloc) and device (bk_alloc).
@@ -87,6 +94,7 @@ UpdateWorkspace *update_workspace_create(Model *m, int max_rows, int bias_diagno
 
 void update_workspace_free(UpdateWorkspace *ws) {
     if (!ws) return;
+    for (int t = 0; t < ws->n_parts; t++) update_workspace_free(ws->part[t]);
     Buffer b[MAX_BUFFERS];
     for (size_t j = 0, n = host_buffers(ws, b); j < n; j++) free(*b[j].p);
     for (size_t j = 0, n = device_buffers(ws, b); j < n; j++) bk_free(ws->bk, *b[j].p);
@@ -157,21 +165,72 @@ static int forward_rows(UpdateWorkspace *ws, const Rollout *r, const int *idx, i
     return mb;
 }
 
+// ---------------------------------------------------------------- passes on several threads
+
+// How many threads run the passes of a minibatch at once. On the CPU each takes whole passes
+// on a view of the model (model_views) with every kernel inside it on one thread (nested
+// parallel regions and OpenBLAS inside a parallel region run on one), so that a pass's
+// log-probs and gradient are those of one thread bit for bit; each thread sums its passes'
+// gradients, and the threads' sums are added to the model's in thread order. 1 (the passes
+// one after another on the model, its kernels on all threads) with one pass, on CUDA and
+// inside a parallel region.
+static int pass_threads(const Model *m, int passes) { return model_view_threads(m, passes); }
+
+// The thread of pass p of nt threads: the passes go out in a snake (0 1 .. nt-1 nt-1 .. 1 0
+// 0 1 ..), so that with the passes sorted longest first each thread gets a like share of
+// the tokens.
+static int pass_thread(int p, int nt) {
+    int k = p % nt;
+    return (p / nt) % 2 ? nt - 1 - k : k;
+}
+
+// The views of m for nt threads, with a workspace for each (ws->part); made on first use.
+static Model **pass_views(UpdateWorkspace *ws, Model *m, int nt) {
+    Model **views = model_views(m, nt);
+    for (; ws->n_parts < nt; ws->n_parts++)
+        ws->part[ws->n_parts] = update_workspace_create(views[ws->n_parts], ws->max_rows, 0);
+    return views;
+}
+
+// The rows of pass p of a minibatch of n rows in passes of mb.
+static int pass_rows(int n, int mb, int p) { return n - p * mb < mb ? n - p * mb : mb; }
+
+// ---------------------------------------------------------------- old log-probs
+
+// Forward of m over the rows idx[0..n) of one pass; their log-probs into dst (r's per-token
+// layout).
+static void logp_pass(UpdateWorkspace *ws, Model *m, const Rollout *r, const int *idx, int n,
+                      float *dst) {
+    int T = minibatch_forward(ws, m, r, idx, n, 1, 0);
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
+        for (int t = 0; t < r->resp_len[i]; t++) dst[r->tok_offset[i] + t] = ws->logp[token_pos(r, i, k, T, t)];
+    }
+}
+
 void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r,
                      const int *idx, int n, int micro) {
     int mb = forward_rows(ws, r, idx, n, micro);
-    for (int pass = 0; pass < (ref ? 2 : 1); pass++)
-        for (int c0 = 0; c0 < n; c0 += mb) {
-            int nc = n - c0 < mb ? n - c0 : mb;
-            const int *cr = ws->rows + c0;
-            int T = minibatch_forward(ws, pass ? ref : m, r, cr, nc, 1, 0);
-            float *dst = pass ? r->logp_ref : r->logp_old;
-            for (int k = 0; k < nc; k++) {
-                int i = cr[k];
-                for (int t = 0; t < r->resp_len[i]; t++)
-                    dst[r->tok_offset[i] + t] = ws->logp[token_pos(r, i, k, T, t)];
-            }
+    int passes = (n + mb - 1) / mb, nt = pass_threads(m, passes);
+    for (int pass = 0; pass < (ref ? 2 : 1); pass++) {
+        Model *src = pass ? ref : m;
+        float *dst = pass ? r->logp_ref : r->logp_old;
+        if (nt == 1) {
+            for (int p = 0; p < passes; p++) logp_pass(ws, src, r, ws->rows + p * mb, pass_rows(n, mb, p), dst);
+            continue;
         }
+        pass_views(ws, m, nt);  // the workspaces
+        Model **views = model_views(src, nt);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num();
+            for (int p = 0; p < passes; p++)
+                if (pass_thread(p, nt) == t)
+                    logp_pass(ws->part[t], views[t], r, ws->rows + p * mb, pass_rows(n, mb, p), dst);
+        }
+#endif
+    }
 }
 
 // ---------------------------------------------------------------- the gradient
@@ -227,8 +286,8 @@ static void token_weight_outputs_download(UpdateWorkspace *ws, int n, int T, int
 // Forward of the rows idx[0..n) (a whole minibatch, or a micro-batch of one of M responses
 // whose lengths sum to sum_len), their token weights (into weights, if not NULL), their
 // statistics added to *s in row order, and the backward of dlogp = -w, accumulated into m's
-// gradients. Returns the forward's T.
-static int rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+// gradients.
+static void rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                          const Rollout *r, const int *idx, int n, int M, double sum_len,
                          float *weights, MinibatchStats *s) {
     int T = minibatch_forward(ws, m, r, idx, n, 0, 1);
@@ -256,7 +315,6 @@ static int rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *o
         s->clipped_high += ws->clip_high[k];
     }
     backward_weights(ws, m, ws->d_w, n, T);
-    return T;
 }
 
 // Backward of the unbiased policy gradient through the last forward, of the rows idx[0..n)
@@ -277,19 +335,18 @@ static void unbiased_backward(UpdateWorkspace *ws, Model *m, const Rollout *r, c
 }
 
 // The cosine of the objective's gradient (in m, summed over the ranks) with the unbiased
-// policy gradient over the same minibatch, whose passes (this rank's rows) are ws->rows in runs of mb; the last pass (from last0, T
-// last_T) is still m's forward. The objective's gradient is left in m.
+// policy gradient over the same minibatch, whose passes (this rank's n rows) are ws->rows in
+// runs of mb, run again one after another on m. The objective's gradient is left in m.
 static double bias_cosine(UpdateWorkspace *ws, Model *m, const Rollout *r, int n, int mb,
-                          int last0, int last_T, const float *unbiased_adv) {
+                          const float *unbiased_adv) {
     size_t np = model_num_params(m);
     if (np != ws->n_params) die("update: the bias diagnostic needs a workspace made for it");
-    const int *rows = ws->rows;
     bk_download(ws->bk, ws->g_obj, model_grads(m), np * sizeof(float));
     model_zero_grad(m);
-    if (n > 0) unbiased_backward(ws, m, r, rows + last0, n - last0, last_T, unbiased_adv);
-    for (int c0 = 0; c0 < last0; c0 += mb) {
-        int T = minibatch_forward(ws, m, r, rows + c0, mb, 0, 0);
-        unbiased_backward(ws, m, r, rows + c0, mb, T, unbiased_adv);
+    for (int c0 = 0; c0 < n; c0 += mb) {
+        int nc = n - c0 < mb ? n - c0 : mb;
+        int T = minibatch_forward(ws, m, r, ws->rows + c0, nc, 0, 0);
+        unbiased_backward(ws, m, r, ws->rows + c0, nc, T, unbiased_adv);
     }
     bk_download(ws->bk, ws->g_unb, model_grads(m), np * sizeof(float));
     dist_sum_float(ws->g_unb, np);  // the other ranks' rows of the minibatch
@@ -320,6 +377,31 @@ static void stats_sum(MinibatchStats *s) {
                           .clipped_high = (long long)x[5]};
 }
 
+// The gradient of pass p (rows[p mb ..], passes in all) of a minibatch of M responses whose
+// lengths sum to sum_len, on m and ws, added to m's gradients and its statistics to *s.
+static void pass_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
+                          const Rollout *r, const int *rows, int n, int mb, int p, int M,
+                          double sum_len, float *weights, MinibatchStats *s) {
+    int passes = (n + mb - 1) / mb, nc = pass_rows(n, mb, p);
+    const int *pr = rows + (size_t)p * mb;
+    double norm = sum_len;
+    if (oc->scope == SCOPE_MICRO_BATCH) {  // each pass its own token-mean, averaged over passes
+        norm = 0;
+        for (int k = 0; k < nc; k++) norm += r->resp_len[pr[k]];
+        norm *= passes;
+    }
+    rows_gradient(ws, m, oc, r, pr, nc, M, norm, weights, s);
+}
+
+static void stats_add(MinibatchStats *s, const MinibatchStats *x) {
+    s->loss += x->loss;
+    s->kl_sum += x->kl_sum;
+    s->entropy_sum += x->entropy_sum;
+    s->tokens += x->tokens;
+    s->clipped_low += x->clipped_low;
+    s->clipped_high += x->clipped_high;
+}
+
 // update_minibatch_gradient of this rank's rows idx[0..n) of a minibatch of M responses
 // whose lengths sum to sum_len; the gradients and statistics are then the whole minibatch's,
 // summed over the ranks (with one rank: its own).
@@ -329,21 +411,31 @@ static double minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
                                  MinibatchStats *st) {
     MinibatchStats s = {0};
     int mb = forward_rows(ws, r, idx, n, micro);
-    int last0 = 0, last_T = 0, passes = (n + mb - 1) / mb;
-    for (int c0 = 0; c0 < n; c0 += mb) {
-        int nc = n - c0 < mb ? n - c0 : mb;
-        double norm = sum_len;
-        if (oc->scope == SCOPE_MICRO_BATCH) {  // each pass its own token-mean, averaged over passes
-            norm = 0;
-            for (int k = 0; k < nc; k++) norm += r->resp_len[ws->rows[c0 + k]];
-            norm *= passes;
+    int passes = (n + mb - 1) / mb, nt = pass_threads(m, passes);
+    if (nt == 1) {
+        for (int p = 0; p < passes; p++) pass_gradient(ws, m, oc, r, ws->rows, n, mb, p, M, sum_len, weights, &s);
+    } else {
+        Model **views = pass_views(ws, m, nt);
+        MinibatchStats part[MODEL_MAX_VIEWS];
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num();
+            part[t] = (MinibatchStats){0};
+            model_zero_grad(views[t]);
+            for (int p = 0; p < passes; p++)
+                if (pass_thread(p, nt) == t)
+                    pass_gradient(ws->part[t], views[t], oc, r, ws->rows, n, mb, p, M, sum_len, weights, &part[t]);
         }
-        last0 = c0;
-        last_T = rows_gradient(ws, m, oc, r, ws->rows + c0, nc, M, norm, weights, &s);
+#endif
+        for (int t = 0; t < nt; t++) {
+            model_add_grads(m, views[t]);
+            stats_add(&s, &part[t]);
+        }
     }
     dist_sum_grads(ws->bk, model_grads(m), model_num_params(m));
     stats_sum(&s);
-    double cosine = unbiased_adv ? bias_cosine(ws, m, r, n, mb, last0, last_T, unbiased_adv) : NAN;
+    double cosine = unbiased_adv ? bias_cosine(ws, m, r, n, mb, unbiased_adv) : NAN;
     if (st) *st = s;
     return cosine;
 }

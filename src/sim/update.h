@@ -68,7 +68,8 @@ void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r
 // (kn_token_weights; aggregation over this minibatch, M = n; 0 on the environment's tokens,
 // which still count in |o|) written to weights (per-token layout of r; may be NULL), and
 // backward passes with dlogp = -w, accumulated into m's gradients. The statistics in st are
-// summed on the host in the passes' row order. If unbiased_adv is not NULL (the workspace
+// summed on the host in the passes' row order (on several CPU threads: each thread's passes
+// in order, then the threads in order; update.c, pass_threads). If unbiased_adv is not NULL (the workspace
 // made with bias_diagnostic), the gradients of the unbiased policy gradient over the same
 // minibatch (token weight unbiased_adv[i] on every token of response i, sum over tokens, no
 // normalisation; the passes before the last are run forward again) are then computed as
