@@ -290,6 +290,22 @@ void cpu_rope_backward(Backend *b, float *dx, const int *pos, int N, int NH, int
 
 static inline int clamp_len(int len, int T) { return len < 0 ? 0 : (len > T ? T : len); }
 
+// max(x[0..n)) in 16 lanes, so that the compares do not wait on one another (a single
+// running maximum waits on each compare's latency). The maximum of finite values is exact in
+// any order; of equal zeros it may be the other sign, which no caller can tell apart (they
+// take x - max). NaNs are skipped, as by one running `x > m ? x : m`.
+static inline float row_max(const float *x, int n) {
+    float lane[16], m = -INFINITY;
+    for (int i = 0; i < 16; i++) lane[i] = -INFINITY;
+    int s = 0;
+    for (; s + 16 <= n; s += 16)
+#pragma omp simd
+        for (int i = 0; i < 16; i++) lane[i] = x[s + i] > lane[i] ? x[s + i] : lane[i];
+    for (; s < n; s++) m = x[s] > m ? x[s] : m;
+    for (int i = 0; i < 16; i++) m = lane[i] > m ? lane[i] : m;
+    return m;
+}
+
 // The (L, L) products of causal attention by blocks of rows (or columns), leaving out the
 // blocks above the diagonal, where the probabilities are zero: about half the work at long
 // sequences. A block's product keeps the whole product's inner dimension in its order (the
@@ -358,8 +374,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                         memset(pr, 0, (size_t)T * sizeof(float));
                         continue;
                     }
-                    float maxv = -INFINITY, sum = 0.0f;
-                    for (int s2 = 0; s2 <= t; s2++) maxv = pr[s2] > maxv ? pr[s2] : maxv;
+                    float maxv = row_max(pr, t + 1), sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
                     for (int s2 = 0; s2 <= t; s2++) {
                         pr[s2] = exp_fast(pr[s2] - maxv);
@@ -478,8 +493,7 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
                 }
             }
             for (int h = 0; h < NH; h++) {  // softmax of each head's scores
-                float *p = prob + (size_t)h * Tmax, maxv = -INFINITY, sum = 0.0f;
-                for (int s = 0; s < nk; s++) maxv = p[s] > maxv ? p[s] : maxv;
+                float *p = prob + (size_t)h * Tmax, maxv = row_max(p, nk), sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
                 for (int s = 0; s < nk; s++) {
                     p[s] = exp_fast((p[s] - maxv) * scale);
@@ -541,12 +555,6 @@ static int logits_chunk_rows(int N, int V) {
     int rows = LOGITS_CHUNK_FLOATS / (V > 0 ? V : 1);
     rows = rows > LOGITS_MIN_ROWS ? rows : LOGITS_MIN_ROWS;
     return N < rows ? N : rows;
-}
-
-static float row_max(const float *z, int V) {
-    float m = -INFINITY;
-    for (int v = 0; v < V; v++) m = z[v] > m ? z[v] : m;
-    return m;
 }
 
 void cpu_logprob_forward(Backend *b, float *logp, float *entropy, float *lse, const float *x,
