@@ -88,6 +88,25 @@ static void test_own_lengths(void **state) {
     tu_remove_dir(dir);
 }
 
+// The sgemm figure a phase is measured against: on one thread the one product's, on two the
+// better of one product on both threads and one product per thread at once.
+static void test_sgemm_limit(void **state) {
+    char dir[] = "/tmp/grpolab-bench-rl-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/len.txt", dir);
+    const char *keys[] = {"threads", "sgemm_rollout", "sgemm_rollout_one", "sgemm_update", "sgemm_update_one"};
+    double v[5];
+    run_bench("", path, keys, v, 5);
+    assert_int_equal((int)v[0], 1);
+    assert_true(v[1] > 0 && v[1] == v[2] && v[3] > 0 && v[3] == v[4]);
+    run_bench("--set run.threads=2", path, keys, v, 5);
+    printf("  2 threads: rollout limit %.1f (one product %.1f), update %.1f (%.1f) GFLOP/s\n", v[1], v[2],
+           v[3], v[4]);
+    assert_int_equal((int)v[0], 2);
+    assert_true(v[2] > 0 && v[1] >= v[2] && v[4] > 0 && v[3] >= v[4]);
+    tu_remove_dir(dir);
+}
+
 static void test_bad_input(void **state) {
     char out[4096];
     assert_int_equal(tu_run_cli("bench-rl", out, sizeof out), 2);
@@ -103,6 +122,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forced_counts),
         cmocka_unit_test(test_own_lengths),
+        cmocka_unit_test(test_sgemm_limit),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
