@@ -245,7 +245,7 @@ void model_free(Model *m) {
     free(m);
 }
 
-Model **model_views(Model *m, int n) {
+Model **model_views(Model *m, int n, int with_grads) {
     if (m->viewer) die("model_views: a view has no views");
     if (m->bk->kind != BACKEND_CPU) die("model_views: the CPU backend only");
     if (n < 1 || n > MODEL_MAX_VIEWS) die("model_views: %d views (1..%d)", n, MODEL_MAX_VIEWS);
@@ -261,11 +261,15 @@ Model **model_views(Model *m, int n) {
         memcpy(v->tensors, m->tensors, (size_t)m->n_tensors * sizeof *v->tensors);
         v->n_params = m->n_params;
         v->params = m->params;
-        v->grads = bk_alloc(v->bk, m->n_params * sizeof(float));
-        bk_zero(v->bk, v->grads, m->n_params * sizeof(float));
         v->viewer = m;
         m->view[m->n_views] = v;
     }
+    for (int i = 0; i < n && with_grads; i++)
+        if (!m->view[i]->grads) {
+            Model *v = m->view[i];
+            v->grads = bk_alloc(v->bk, m->n_params * sizeof(float));
+            bk_zero(v->bk, v->grads, m->n_params * sizeof(float));
+        }
     return m->view;
 }
 
@@ -283,7 +287,9 @@ int model_view_threads(const Model *m, int most) {
 }
 
 void model_add_grads(Model *m, const Model *src) {
-    if (src->n_params != m->n_params) die("model_add_grads: %zu parameters into %zu", src->n_params, m->n_params);
+    if (src->n_params != m->n_params || !src->grads)
+        die("model_add_grads: %zu parameters%s into %zu", src->n_params, src->grads ? "" : " without gradients",
+            m->n_params);
     kn_add(m->bk, m->grads, m->grads, src->grads, m->n_params);
 }
 

@@ -135,13 +135,13 @@ int model_kv_len(const Model *m, int b);
 
 // ---- several passes at once (CPU)
 // n models (n <= MODEL_MAX_VIEWS) that read m's parameters, each with its own activations,
-// KV cache, gradients and CPU backend, so that n threads can decode (sampler_generate) or
-// run forward and backward passes (update.c) at once, one each. Made on the first call and
-// kept with m (model_free frees them). They read m's parameters in place, so they see every
-// update of m; they have no optimizer state (model_add_grads brings their gradients to m).
-// CPU backend only.
+// KV cache and CPU backend, and with_grads its own gradients, so that n threads can decode
+// (sampler_generate) or run forward and backward passes (update.c) at once, one each. Made
+// on the first call that asks for them and kept with m (model_free frees them). They read
+// m's parameters in place, so they see every update of m; they have no optimizer state
+// (model_add_grads brings their gradients to m). CPU backend only.
 #define MODEL_MAX_VIEWS 64
-Model **model_views(Model *m, int n);
+Model **model_views(Model *m, int n, int with_grads);
 // How many threads can each run a view of m at once for `most` pieces of work: the OpenMP
 // threads, at most `most` and MODEL_MAX_VIEWS; 1 off the CPU and inside a parallel region.
 int model_view_threads(const Model *m, int most);

@@ -182,7 +182,7 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
     // response is the one of a single batch bit for bit (its rows never fewer than
     // SAMPLER_MIN_ROWS; tests/test_sampler.c), and the kernels' own parallel regions, nested,
     // run on one thread, as does OpenBLAS inside a parallel region.
-    Model **views = model_views(m, nt);
+    Model **views = model_views(m, nt, 0);
     long rows = 0;
 #pragma omp parallel num_threads(nt) reduction(+ : rows)
     {

@@ -186,7 +186,7 @@ static int pass_thread(int p, int nt) {
 
 // The views of m for nt threads, with a workspace for each (ws->part); made on first use.
 static Model **pass_views(UpdateWorkspace *ws, Model *m, int nt) {
-    Model **views = model_views(m, nt);
+    Model **views = model_views(m, nt, 1);
     for (; ws->n_parts < nt; ws->n_parts++)
         ws->part[ws->n_parts] = update_workspace_create(views[ws->n_parts], ws->max_rows, 0);
     return views;
@@ -220,7 +220,7 @@ void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r
             continue;
         }
         pass_views(ws, m, nt);  // the workspaces
-        Model **views = model_views(src, nt);
+        Model **views = model_views(src, nt, 0);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
         {
