@@ -5,7 +5,8 @@ The same RL step on the same model dimensions and batch, written as a PyTorch us
 a Qwen2/Llama-style decoder (RMSNorm, RoPE, grouped KV heads, SwiGLU, tied embeddings) in
 fp32 on the CPU; rollout = KV-cache sampling of all P*G responses in one batch (prompts
 left-padded, every sequence decoded until the batch's longest response is done, as
-transformers' generate does), then the GRPO update: old log-probs, then per minibatch of M
+transformers' generate does), then the GRPO update: old log-probs (the first minibatch's
+from its own forward, as grpolab and TRL with one iteration), then per minibatch of M
 responses micro-batches sorted by length (right-padded), PPO-clip loss with GRPO's
 per-response token mean, backward, gradient clipping and one AdamW step.
 
@@ -166,12 +167,13 @@ def micro_batches(prompts, resp, rows, micro):
 
 
 def update(model, opt, prompts, resp, adv, M, micro, eps):
+    """The update; returns the responses of the first minibatch (no separate old log-probs)."""
     N = len(resp)
     order = [(k * 97) % N for k in range(N)] if N % 97 else list(range(N))
     mbs = [order[k:k + M] for k in range(0, N, M)]
     old = {}
     with torch.no_grad():
-        for mb in mbs:
+        for mb in mbs[1:]:
             for rows in micro_batches(prompts, resp, mb, micro):
                 inp, tgt, mask, pos, km = pack(prompts, resp, rows)
                 old[tuple(rows)] = token_logp(model, inp, tgt, pos, km)[0]
@@ -181,13 +183,14 @@ def update(model, opt, prompts, resp, adv, M, micro, eps):
             inp, tgt, mask, pos, km = pack(prompts, resp, rows)
             lp, _ = token_logp(model, inp, tgt, pos, km)
             a = adv[rows].unsqueeze(1)
-            ratio = torch.exp(lp - old[tuple(rows)])
+            ratio = torch.exp(lp - old.get(tuple(rows), lp.detach()))
             l_tok = -torch.min(ratio * a, ratio.clamp(1 - eps, 1 + eps) * a)
             # GRPO: mean over each response's tokens, then over the minibatch's M responses
             loss = ((l_tok * mask).sum(1) / mask.sum(1)).sum() / len(mb)
             loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+    return set(mbs[0])
 
 
 def flops(C, L, N, n):  # forward FLOPs of positions 0..n-1 (bench_rl.c's count)
@@ -234,7 +237,7 @@ def main():
         r = torch.tensor([float(sum(x) % 2) for x in resp]).view(-1, G)
         adv = ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-6)).view(-1)
         t1 = time.perf_counter()
-        update(model, opt, prompts, resp, adv, M, micro, eps)
+        first = update(model, opt, prompts, resp, adv, M, micro, eps)
         t2 = time.perf_counter()
         ngen = sum(rlen)
         print(f"  {'warm-up' if j < a.warmup else 'step'}: {ngen} generated tokens, rollout {t1 - t0:.2f} s, "
@@ -244,11 +247,11 @@ def main():
         tot["ro"] += t1 - t0
         tot["up"] += t2 - t1
         tot["gen"] += ngen
-        for pl, rl in zip(plen, rlen):
+        for i, (pl, rl) in enumerate(zip(plen, rlen)):
             n = pl + rl - 1
             tot["seq"] += n
             tot["fro"] += flops(C, L, N_mm, n)
-            tot["fup"] += 4 * flops(C, L, N_mm, n)
+            tot["fup"] += (3 if i in first else 4) * flops(C, L, N_mm, n)
     print(f"RESULT impl=torch mode={'forced' if a.forced else 'own'} threads={a.threads} steps={len(keys)} "
           f"gen_tokens={tot['gen']:.0f} seq_tokens={tot['seq']:.0f} rollout_s={tot['ro']:.4f} "
           f"update_s={tot['up']:.4f} rollout_gflop={tot['fro'] * 1e-9:.4f} update_gflop={tot['fup'] * 1e-9:.4f}")

@@ -188,14 +188,19 @@ static StepTimes rl_step(StepSetup *B, TrainState *s, int step, FILE *lf) {
     bk_sync(bk);
     double t2 = wall_time();
     double Np = matmul_params(B->m);
+    // the first minibatch (order[0..M) of the one epoch) takes its old log-probs from its own
+    // forward passes (update_epochs)
+    unsigned char *first = xcalloc((size_t)N, 1);
+    for (int k = 0; k < S->M && k < s->rs.n_kept; k++) first[s->order[k]] = 1;
     for (int i = 0; i < N; i++) {
         int n = s->plen[i] + s->gen.length[i] - 1;  // the positions a forward pass runs over
         double f = seq_forward_flops(mc, Np, n);
         st.rollout_flops += f;  // prefill + one decode per generated token but the last
-        st.update_flops += 4.0 * f;  // old log-probs (1x) + forward and backward (3x)
+        st.update_flops += (first[i] ? 3.0 : 4.0) * f;  // old log-probs (1x) + forward and backward (3x)
         st.seq_tokens += n;
         if (lf) fprintf(lf, "%d %d %d\n", step, s->plen[i], s->gen.length[i]);
     }
+    free(first);
     st.rollout_s = t1 - t0;
     st.update_s = t2 - t1;
     st.gen_tokens = s->rs.n_tok;

@@ -197,22 +197,27 @@ static int pass_rows(int n, int mb, int p) { return n - p * mb < mb ? n - p * mb
 
 // ---------------------------------------------------------------- old log-probs
 
-// Forward of m over the rows idx[0..n) of one pass; their log-probs into dst (r's per-token
-// layout).
-static void logp_pass(UpdateWorkspace *ws, Model *m, const Rollout *r, const int *idx, int n,
-                      float *dst) {
-    int T = minibatch_forward(ws, m, r, idx, n, 1, 0);
+// The log-probs of the last forward (ws->logp, rows idx[0..n) of T positions) into dst (r's
+// per-token layout).
+static void logp_to(UpdateWorkspace *ws, const Rollout *r, const int *idx, int n, int T, float *dst) {
     for (int k = 0; k < n; k++) {
         int i = idx[k];
         for (int t = 0; t < r->resp_len[i]; t++) dst[r->tok_offset[i] + t] = ws->logp[token_pos(r, i, k, T, t)];
     }
 }
 
-void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r,
-                     const int *idx, int n, int micro) {
+// Forward of m over the rows idx[0..n) of one pass; their log-probs into dst.
+static void logp_pass(UpdateWorkspace *ws, Model *m, const Rollout *r, const int *idx, int n,
+                      float *dst) {
+    logp_to(ws, r, idx, n, minibatch_forward(ws, m, r, idx, n, 1, 0), dst);
+}
+
+// update_old_logp, of pi_old only with_old (and of pi_ref with ref).
+static void old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r, const int *idx,
+                     int n, int micro, int with_old) {
     int mb = forward_rows(ws, r, idx, n, micro);
     int passes = (n + mb - 1) / mb, nt = pass_threads(m, passes);
-    for (int pass = 0; pass < (ref ? 2 : 1); pass++) {
+    for (int pass = with_old ? 0 : 1; pass < (ref ? 2 : 1); pass++) {
         Model *src = pass ? ref : m;
         float *dst = pass ? r->logp_ref : r->logp_old;
         if (nt == 1) {
@@ -231,6 +236,11 @@ void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r
         }
 #endif
     }
+}
+
+void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r,
+                     const int *idx, int n, int micro) {
+    old_logp(ws, m, ref, r, idx, n, micro, 1);
 }
 
 // ---------------------------------------------------------------- the gradient
@@ -284,13 +294,15 @@ static void token_weight_outputs_download(UpdateWorkspace *ws, int n, int T, int
 }
 
 // Forward of the rows idx[0..n) (a whole minibatch, or a micro-batch of one of M responses
-// whose lengths sum to sum_len), their token weights (into weights, if not NULL), their
+// whose lengths sum to sum_len), with fill_old its log-probs into r->logp_old (the parameters
+// are still pi_old's), their token weights (into weights, if not NULL), their
 // statistics added to *s in row order, and the backward of dlogp = -w, accumulated into m's
 // gradients.
 static void rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                          const Rollout *r, const int *idx, int n, int M, double sum_len,
-                         float *weights, MinibatchStats *s) {
-    int T = minibatch_forward(ws, m, r, idx, n, 0, 1);
+                         int fill_old, float *weights, MinibatchStats *s) {
+    int T = minibatch_forward(ws, m, r, idx, n, fill_old, 1);
+    if (fill_old) logp_to(ws, r, idx, n, T, r->logp_old);
     int with_kl = oc->beta != 0.0f;
     token_weight_inputs_upload(ws, r, idx, n, T);
     kn_token_weights(ws->bk, ws->d_w, ws->d_loss, with_kl ? ws->d_kl : NULL, ws->d_coef,
@@ -381,7 +393,7 @@ static void stats_sum(MinibatchStats *s) {
 // lengths sum to sum_len, on m and ws, added to m's gradients and its statistics to *s.
 static void pass_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                           const Rollout *r, const int *rows, int n, int mb, int p, int M,
-                          double sum_len, float *weights, MinibatchStats *s) {
+                          double sum_len, int fill_old, float *weights, MinibatchStats *s) {
     int passes = (n + mb - 1) / mb, nc = pass_rows(n, mb, p);
     const int *pr = rows + (size_t)p * mb;
     double norm = sum_len;
@@ -390,7 +402,7 @@ static void pass_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *
         for (int k = 0; k < nc; k++) norm += r->resp_len[pr[k]];
         norm *= passes;
     }
-    rows_gradient(ws, m, oc, r, pr, nc, M, norm, weights, s);
+    rows_gradient(ws, m, oc, r, pr, nc, M, norm, fill_old, weights, s);
 }
 
 static void stats_add(MinibatchStats *s, const MinibatchStats *x) {
@@ -404,16 +416,19 @@ static void stats_add(MinibatchStats *s, const MinibatchStats *x) {
 
 // update_minibatch_gradient of this rank's rows idx[0..n) of a minibatch of M responses
 // whose lengths sum to sum_len; the gradients and statistics are then the whole minibatch's,
-// summed over the ranks (with one rank: its own).
+// summed over the ranks (with one rank: its own). fill_old: the forward passes also write
+// the rows' r->logp_old (m holds pi_old), which update_old_logp would have computed in the
+// same passes, bit for bit.
 static double minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                                  const Rollout *r, const int *idx, int n, int M, double sum_len,
-                                 int micro, float *weights, const float *unbiased_adv,
-                                 MinibatchStats *st) {
+                                 int micro, int fill_old, float *weights,
+                                 const float *unbiased_adv, MinibatchStats *st) {
     MinibatchStats s = {0};
     int mb = forward_rows(ws, r, idx, n, micro);
     int passes = (n + mb - 1) / mb, nt = pass_threads(m, passes);
     if (nt == 1) {
-        for (int p = 0; p < passes; p++) pass_gradient(ws, m, oc, r, ws->rows, n, mb, p, M, sum_len, weights, &s);
+        for (int p = 0; p < passes; p++)
+            pass_gradient(ws, m, oc, r, ws->rows, n, mb, p, M, sum_len, fill_old, weights, &s);
     } else {
         Model **views = pass_views(ws, m, nt);
         MinibatchStats part[MODEL_MAX_VIEWS];
@@ -425,7 +440,8 @@ static double minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
             model_zero_grad(views[t]);
             for (int p = 0; p < passes; p++)
                 if (pass_thread(p, nt) == t)
-                    pass_gradient(ws->part[t], views[t], oc, r, ws->rows, n, mb, p, M, sum_len, weights, &part[t]);
+                    pass_gradient(ws->part[t], views[t], oc, r, ws->rows, n, mb, p, M, sum_len, fill_old,
+                                  weights, &part[t]);
         }
 #endif
         for (int t = 0; t < nt; t++) {
@@ -448,7 +464,7 @@ double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
         return NAN;
     }
     // the aggregation's normalizers are the whole minibatch's
-    return minibatch_gradient(ws, m, oc, r, idx, n, n, lengths_sum(r, idx, n), micro, weights,
+    return minibatch_gradient(ws, m, oc, r, idx, n, n, lengths_sum(r, idx, n), micro, 0, weights,
                               unbiased_adv, st);
 }
 
@@ -476,11 +492,15 @@ void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveCon
     for (int epoch = 0; epoch < plan->epochs && n_kept > 0; epoch++) {
         memcpy(order, kept, (size_t)n_kept * sizeof(int));
         shuffle(order, n_kept, plan->seed, plan->step, epoch);
+        // pi_old of the first minibatch comes from its own forward passes, which run on pi_old's
+        // parameters (as TRL with one iteration), unless the diagnostics compare objectives on
+        // it first
+        int first_fills = epoch == 0 && !plan->compare;
         // each rank runs its own rows of a minibatch (dataparallel.h)
         if (epoch == 0)
             for (int k0 = 0; k0 < n_kept; k0 += M) {
                 int nl = dp_select(order + k0, n_kept - k0 < M ? n_kept - k0 : M, r->n, ws->mine);
-                update_old_logp(ws, m, ref, r, ws->mine, nl, plan->micro);
+                old_logp(ws, m, ref, r, ws->mine, nl, plan->micro, !(first_fills && k0 == 0));
             }
         for (int k0 = 0; k0 < n_kept; k0 += M) {
             int n = n_kept - k0 < M ? n_kept - k0 : M;
@@ -492,8 +512,8 @@ void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveCon
             MinibatchStats st;
             model_zero_grad(m);
             double cs = minibatch_gradient(ws, m, oc, r, ws->mine, nl, n, sum_len, plan->micro,
-                                           epoch == 0 ? weights : NULL, diag ? unbiased : NULL,
-                                           &st);
+                                           first_fills && k0 == 0, epoch == 0 ? weights : NULL,
+                                           diag ? unbiased : NULL, &st);
             if (diag) out->cosine = cs;
             out->gnorm_sum += model_adamw_step(m, opt);
             out->loss_sum += st.loss;

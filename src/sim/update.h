@@ -6,6 +6,8 @@
 // than taken from the sampler. They then equal the first update's log-probs bit for bit on
 // the CPU, so rho = 1 exactly in the first minibatch, and they stay right at temperature /
 // top-p != 1 (the sampler's log-probs are those of the tempered, truncated distribution).
+// update_epochs takes the first minibatch's from its own update forward instead, which runs
+// on the same parameters in the same passes (the same values; one forward less per step).
 // The token weights w = ppo_token_weight(c_i, A_i, ...) are computed by kn_token_weights on
 // the backend where the forward's log-probs lie; the backward takes dlogp = -w. The weights
 // and the loss, KL and clip terms come back to the host only for the log and the statistics.
@@ -101,8 +103,9 @@ typedef struct {
 // plan->epochs epochs over the kept responses kept[0..n_kept) of r: each a Philox shuffle
 // keyed by (seed, step, epoch) into order (n_kept), cut into minibatches of plan->minibatch
 // (the last one smaller if n_kept is not a multiple: its c_i then use its own size), one
-// AdamW step of m per minibatch. The first epoch first fills r's old (and reference) log-probs
-// and writes the token weights to weights; unbiased (per response) is the bias diagnostic's
+// AdamW step of m per minibatch. The first epoch first fills r's old (and reference) log-probs,
+// those of its first minibatch from that minibatch's update forward unless plan->compare runs
+// on it first, and writes the token weights to weights; unbiased (per response) is the bias diagnostic's
 // advantage, used on the first minibatch when plan->bias_diagnostic. With several ranks each
 // runs the rows of each minibatch that it sampled, normalised as the whole minibatch.
 void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
