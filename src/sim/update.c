@@ -192,7 +192,8 @@ static Model **pass_views(UpdateWorkspace *ws, Model *m, int nt) {
     return views;
 }
 
-// The rows of pass p of a minibatch of n rows in passes of mb.
+// The passes of a minibatch of n rows in passes of mb, and the rows of pass p.
+static int pass_count(int n, int mb) { return (n + mb - 1) / mb; }
 static int pass_rows(int n, int mb, int p) { return n - p * mb < mb ? n - p * mb : mb; }
 
 // ---------------------------------------------------------------- old log-probs
@@ -215,8 +216,9 @@ static void logp_pass(UpdateWorkspace *ws, Model *m, const Rollout *r, const int
 // update_old_logp, of pi_old only with_old (and of pi_ref with ref).
 static void old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r, const int *idx,
                      int n, int micro, int with_old) {
+    if (!with_old && !ref) return;
     int mb = forward_rows(ws, r, idx, n, micro);
-    int passes = (n + mb - 1) / mb, nt = pass_threads(m, passes);
+    int passes = pass_count(n, mb), nt = pass_threads(m, passes);
     for (int pass = with_old ? 0 : 1; pass < (ref ? 2 : 1); pass++) {
         Model *src = pass ? ref : m;
         float *dst = pass ? r->logp_ref : r->logp_old;
@@ -355,10 +357,10 @@ static double bias_cosine(UpdateWorkspace *ws, Model *m, const Rollout *r, int n
     if (np != ws->n_params) die("update: the bias diagnostic needs a workspace made for it");
     bk_download(ws->bk, ws->g_obj, model_grads(m), np * sizeof(float));
     model_zero_grad(m);
-    for (int c0 = 0; c0 < n; c0 += mb) {
-        int nc = n - c0 < mb ? n - c0 : mb;
-        int T = minibatch_forward(ws, m, r, ws->rows + c0, nc, 0, 0);
-        unbiased_backward(ws, m, r, ws->rows + c0, nc, T, unbiased_adv);
+    for (int p = 0; p < pass_count(n, mb); p++) {
+        const int *pr = ws->rows + (size_t)p * mb;
+        int nc = pass_rows(n, mb, p), T = minibatch_forward(ws, m, r, pr, nc, 0, 0);
+        unbiased_backward(ws, m, r, pr, nc, T, unbiased_adv);
     }
     bk_download(ws->bk, ws->g_unb, model_grads(m), np * sizeof(float));
     dist_sum_float(ws->g_unb, np);  // the other ranks' rows of the minibatch
@@ -394,7 +396,7 @@ static void stats_sum(MinibatchStats *s) {
 static void pass_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                           const Rollout *r, const int *rows, int n, int mb, int p, int M,
                           double sum_len, int fill_old, float *weights, MinibatchStats *s) {
-    int passes = (n + mb - 1) / mb, nc = pass_rows(n, mb, p);
+    int passes = pass_count(n, mb), nc = pass_rows(n, mb, p);
     const int *pr = rows + (size_t)p * mb;
     double norm = sum_len;
     if (oc->scope == SCOPE_MICRO_BATCH) {  // each pass its own token-mean, averaged over passes
@@ -425,7 +427,7 @@ static double minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
                                  const float *unbiased_adv, MinibatchStats *st) {
     MinibatchStats s = {0};
     int mb = forward_rows(ws, r, idx, n, micro);
-    int passes = (n + mb - 1) / mb, nt = pass_threads(m, passes);
+    int passes = pass_count(n, mb), nt = pass_threads(m, passes);
     if (nt == 1) {
         for (int p = 0; p < passes; p++)
             pass_gradient(ws, m, oc, r, ws->rows, n, mb, p, M, sum_len, fill_old, weights, &s);

@@ -71,10 +71,10 @@ void update_old_logp(UpdateWorkspace *ws, Model *m, Model *ref, const Rollout *r
 // which still count in |o|) written to weights (per-token layout of r; may be NULL), and
 // backward passes with dlogp = -w, accumulated into m's gradients. The statistics in st are
 // summed on the host in the passes' row order (on several CPU threads: each thread's passes
-// in order, then the threads in order; update.c, pass_threads). If unbiased_adv is not NULL (the workspace
-// made with bias_diagnostic), the gradients of the unbiased policy gradient over the same
-// minibatch (token weight unbiased_adv[i] on every token of response i, sum over tokens, no
-// normalisation; the passes before the last are run forward again) are then computed as
+// in order, then the threads in order; update.c, pass_threads). If unbiased_adv is not NULL
+// (the workspace made with bias_diagnostic), the gradients of the unbiased policy gradient
+// over the same minibatch (token weight unbiased_adv[i] on every token of response i, sum
+// over tokens, no normalisation; every pass is run forward again) are then computed as
 // well: its cosine with the objective's gradient is returned and the objective's gradient is
 // left in m. Returns NaN otherwise. With several ranks (dataparallel.h) this is one rank's
 // call with its own rows: the gradients and statistics are those of all ranks' rows.
@@ -103,10 +103,11 @@ typedef struct {
 // plan->epochs epochs over the kept responses kept[0..n_kept) of r: each a Philox shuffle
 // keyed by (seed, step, epoch) into order (n_kept), cut into minibatches of plan->minibatch
 // (the last one smaller if n_kept is not a multiple: its c_i then use its own size), one
-// AdamW step of m per minibatch. The first epoch first fills r's old (and reference) log-probs,
-// those of its first minibatch from that minibatch's update forward unless plan->compare runs
-// on it first, and writes the token weights to weights; unbiased (per response) is the bias diagnostic's
-// advantage, used on the first minibatch when plan->bias_diagnostic. With several ranks each
+// AdamW step of m per minibatch. The first epoch first fills r's old (and reference)
+// log-probs, those of its first minibatch from that minibatch's update forward unless
+// plan->compare runs on it first, and writes the token weights to weights; unbiased (per
+// response) is the bias diagnostic's advantage, used on the first minibatch when
+// plan->bias_diagnostic. With several ranks each
 // runs the rows of each minibatch that it sampled, normalised as the whole minibatch.
 void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
                    const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
