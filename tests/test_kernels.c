@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "kernels/cpu_ops.h"
 #include "kernels/kernels.h"
 #include "test_util.h"
 
@@ -498,6 +499,35 @@ static void test_attention(void **state) {
 }
 
 // ---- KV cache + decoding step
+
+// The decode's vector path (head sizes 32 and 64) computes its scores and value sums in the
+// order of its scalar loops (cpu_ops.c, dot_lanes8), so it equals them bit for bit: keys
+// with exact zeros of both signs, every position count from 1 to 70 (whole blocks of 8
+// and remainders), GQA groups of 1, 2 and 4.
+static void test_decode_vector_matches_scalar(void **state) {
+    const int shapes[][3] = {{4, 2, 32}, {4, 1, 32}, {4, 4, 32}, {8, 2, 64}, {2, 2, 64}, {4, 2, 16}};
+    enum { B = 70, Tmax = 72 };
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        int NH = shapes[si][0], NKV = shapes[si][1], hd = shapes[si][2];
+        size_t W = (size_t)NKV * hd, nq = (size_t)B * NH * hd;
+        float *q = frand(nq, 70 + si, -2, 2), *kc = frand((size_t)B * Tmax * W, 80 + si, -2, 2);
+        float *vc = frand((size_t)B * Tmax * W, 90 + si, -1, 1), *ov = fnew(nq), *os = fnew(nq);
+        for (size_t i = 0; i < (size_t)B * Tmax * W; i += 7) kc[i] = (i / 7) % 2 ? 0.0f : -0.0f;
+        int pos[B];
+        for (int b = 0; b < B; b++) pos[b] = b;  // row b attends to b + 1 positions
+        kn_attention_decode(bk, ov, q, kc, vc, pos, B, Tmax, NH, NKV, hd);
+        cpu_attention_decode_vector(0);
+        kn_attention_decode(bk, os, q, kc, vc, pos, B, Tmax, NH, NKV, hd);
+        cpu_attention_decode_vector(1);
+        assert_memory_equal(ov, os, nq * sizeof(float));
+        free(q);
+        free(kc);
+        free(vc);
+        free(ov);
+        free(os);
+    }
+    printf("  attention_decode vector path = scalar loops, bit for bit (6 shapes, 1..70 positions)\n");
+}
 
 static void test_kv_decode(void **state) {
     enum { B = 3, T = 6, Tmax = 9, NH = 4, NKV = 2, hd = 6 };
@@ -1010,6 +1040,7 @@ int main(void) {
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_kv_decode),
+        cmocka_unit_test(test_decode_vector_matches_scalar),
         cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_logprob),
         cmocka_unit_test(test_logprob_chunked),

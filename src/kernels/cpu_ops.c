@@ -15,6 +15,9 @@
 // parallel regions and BLAS calls alternate. Small problems run on one thread.
 // A Backend is used by one host thread at a time (its state holds the RoPE table).
 #include <cblas.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,6 +466,141 @@ static inline void prefetch_row(const float *row, size_t n) {
     for (size_t i = 0; i < n; i += 16) __builtin_prefetch(row + i, 0, 3);
 }
 
+// The order of a decode score q . k (n = hd terms), fixed here so that it does not depend on
+// how a compiler vectorises: of the first m = 8 floor(n / 8) terms, term i is added to lane
+// i % 8 in ascending i; the terms m..n-1 are then added to lane 0 in order; each product is
+// rounded before its sum (this file is built without contraction to fused multiply-adds,
+// -std=c11), and the 8 lanes are summed in order 0..7 onto +0. It is the order gcc 12 gave
+// the earlier `omp simd reduction` loop with 8-float vectors (a vector loop, its scalar
+// remainder, the lanes), so sampled responses did not change with it. The vector path below
+// computes the same sums 8 positions at a time.
+static inline float dot_lanes8(const float *q, const float *k, int n) {
+    float lane[8] = {0};
+    int m = n / 8 * 8;
+    for (int i = 0; i < m; i++) lane[i % 8] += q[i] * k[i];
+    for (int i = m; i < n; i++) lane[0] += q[i] * k[i];
+    float d = 0.0f;
+    for (int j = 0; j < 8; j++) d += lane[j];
+    return d;
+}
+
+#ifdef __AVX2__
+// d[p] = ((0 + a[p][0]) + a[p][1]) + ... + a[p][7] for p = 0..7: the lanes of 8 vectors
+// summed in order, by an 8 x 8 transpose.
+static inline __m256 lane_sums8(const __m256 a[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpackhi_ps(a[0], a[1]);
+    __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
+    __m256 t4 = _mm256_unpacklo_ps(a[4], a[5]), t5 = _mm256_unpackhi_ps(a[4], a[5]);
+    __m256 t6 = _mm256_unpacklo_ps(a[6], a[7]), t7 = _mm256_unpackhi_ps(a[6], a[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    // lane j of every vector: j = 0..3 in the low halves of u0..u3, j = 4..7 in the high
+    __m256 d = _mm256_add_ps(_mm256_setzero_ps(), _mm256_permute2f128_ps(u0, u4, 0x20));
+    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u1, u5, 0x20));
+    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u2, u6, 0x20));
+    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u3, u7, 0x20));
+    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u0, u4, 0x31));
+    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u1, u5, 0x31));
+    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u2, u6, 0x31));
+    return _mm256_add_ps(d, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+// Scores of query head qh (HC * 8 floats) against the keys of 8 positions (rows kr,
+// kr + stride, ...), in dot_lanes8's order. HC is a constant at each call, so the loops
+// unroll and the 8 lane vectors stay in registers.
+static inline __attribute__((always_inline)) __m256 scores8(const float *qh, const float *kr,
+                                                           size_t stride, const int HC) {
+    __m256 a[8];
+    for (int p = 0; p < 8; p++) {
+        const float *k = kr + (size_t)p * stride;
+        __m256 s = _mm256_mul_ps(_mm256_loadu_ps(qh), _mm256_loadu_ps(k));
+        for (int c = 1; c < HC; c++)
+            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_loadu_ps(qh + 8 * c), _mm256_loadu_ps(k + 8 * c)));
+        a[p] = s;
+    }
+    return lane_sums8(a);
+}
+
+// out_h += sum_s p_h[s] v_s for NHB heads that share one KV head (vr: its first value row),
+// each sum in ascending s with products rounded first, as the scalar loop; the NHB * HC
+// accumulators stay in registers.
+static inline __attribute__((always_inline)) void values_heads(float *o, size_t ostride,
+                                                               const float *p, size_t pstride,
+                                                               const float *vr, size_t stride,
+                                                               int nk, const int HC, const int NHB) {
+    __m256 acc[NHB][HC];
+    for (int j = 0; j < NHB; j++)
+        for (int c = 0; c < HC; c++) acc[j][c] = _mm256_setzero_ps();
+    for (int s = 0; s < nk; s++) {
+        const float *v = vr + (size_t)s * stride;
+        prefetch_row(v + DECODE_PREFETCH_ROWS * stride, (size_t)HC * 8);
+        for (int j = 0; j < NHB; j++) {
+            __m256 ps = _mm256_set1_ps(p[(size_t)j * pstride + s]);
+            for (int c = 0; c < HC; c++)
+                acc[j][c] = _mm256_add_ps(acc[j][c], _mm256_mul_ps(ps, _mm256_loadu_ps(v + 8 * c)));
+        }
+    }
+    for (int j = 0; j < NHB; j++)
+        for (int c = 0; c < HC; c++) _mm256_storeu_ps(o + (size_t)j * ostride + 8 * c, acc[j][c]);
+}
+#endif
+
+static int decode_vector = 1;
+void cpu_attention_decode_vector(int on) { decode_vector = on; }
+
+// prob[h][s] = q_h . k_s for positions [0, nk) of every head, in dot_lanes8's order.
+static void decode_scores(float *prob, size_t Tmax, const float *qb, const float *kb,
+                          size_t kvstride, int NH, int group, int hd, int nk) {
+    int s = 0;
+#ifdef __AVX2__
+    if (decode_vector && (hd == 32 || hd == 64)) {
+        for (; s + 8 <= nk; s += 8) {
+            const float *kt = kb + (size_t)s * kvstride;
+            for (int p = 0; p < 8; p++)
+                prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
+            for (int h = 0; h < NH; h++) {
+                const float *qh = qb + (size_t)h * hd, *kr = kt + (size_t)(h / group) * hd;
+                __m256 d = hd == 32 ? scores8(qh, kr, kvstride, 4) : scores8(qh, kr, kvstride, 8);
+                _mm256_storeu_ps(prob + (size_t)h * Tmax + s, d);
+            }
+        }
+    }
+#endif
+    for (; s < nk; s++)
+        for (int h = 0; h < NH; h++)
+            prob[(size_t)h * Tmax + s] =
+                dot_lanes8(qb + (size_t)h * hd, kb + (size_t)s * kvstride + (size_t)(h / group) * hd, hd);
+}
+
+// out_h = sum_s p_h[s] v_s (ob zeroed by the caller), each sum in ascending s.
+static void decode_values(float *ob, const float *prob, size_t Tmax, const float *vb,
+                          size_t kvstride, int NH, int group, int hd, int nk) {
+#ifdef __AVX2__
+    if (decode_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
+        int nhb = hd == 32 ? 2 : 1;
+        for (int h = 0; h < NH; h += nhb) {
+            float *o = ob + (size_t)h * hd;
+            const float *p = prob + (size_t)h * Tmax, *vr = vb + (size_t)(h / group) * hd;
+            if (hd == 32) values_heads(o, hd, p, Tmax, vr, kvstride, nk, 4, 2);
+            else values_heads(o, hd, p, Tmax, vr, kvstride, nk, 8, 1);
+        }
+        return;
+    }
+#endif
+    for (int s = 0; s < nk; s++) {
+        const float *vr = vb + (size_t)s * kvstride;
+        prefetch_row(vr + DECODE_PREFETCH_ROWS * kvstride, kvstride);
+        for (int h = 0; h < NH; h++) {
+            float ps = prob[(size_t)h * Tmax + s], *o = ob + (size_t)h * hd;
+            const float *vv = vr + (size_t)(h / group) * hd;
+#pragma omp simd
+            for (int i = 0; i < hd; i++) o[i] += ps * vv[i];
+        }
+    }
+}
+
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
                           int hd) {
@@ -481,17 +619,7 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
             const float *qb = q + (size_t)bb * NH * hd;
             const float *kb = kcache + (size_t)bb * Tmax * kvstride;
             const float *vb = vcache + (size_t)bb * Tmax * kvstride;
-            for (int s = 0; s < nk; s++) {  // scores q_h . k_s for every head
-                const float *kr = kb + (size_t)s * kvstride;
-                prefetch_row(kr + DECODE_PREFETCH_ROWS * kvstride, kvstride);
-                for (int h = 0; h < NH; h++) {
-                    const float *qr = qb + (size_t)h * hd, *kk = kr + (size_t)(h / group) * hd;
-                    float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-                    for (int i = 0; i < hd; i++) d += qr[i] * kk[i];
-                    prob[(size_t)h * Tmax + s] = d;
-                }
-            }
+            decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, nk);
             for (int h = 0; h < NH; h++) {  // softmax of each head's scores
                 float *p = prob + (size_t)h * Tmax, maxv = row_max(p, nk), sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -503,16 +631,7 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
 #pragma omp simd
                 for (int s = 0; s < nk; s++) p[s] *= inv;
             }
-            for (int s = 0; s < nk; s++) {  // out_h = sum_s p_h[s] v_s
-                const float *vr = vb + (size_t)s * kvstride;
-                prefetch_row(vr + DECODE_PREFETCH_ROWS * kvstride, kvstride);
-                for (int h = 0; h < NH; h++) {
-                    float ps = prob[(size_t)h * Tmax + s], *o = ob + (size_t)h * hd;
-                    const float *vv = vr + (size_t)(h / group) * hd;
-#pragma omp simd
-                    for (int i = 0; i < hd; i++) o[i] += ps * vv[i];
-                }
-            }
+            decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, nk);
         }
         free(prob);
     }
