@@ -198,6 +198,12 @@ static void assert_same_generation(const Generation *g, const Generation *ref, i
     assert_memory_equal(g->env, ref->env, cells);
 }
 
+// The sampler of the batch tests: temperature 1 with toy_env's tokens, or greedy.
+static SamplerConfig batch_sampler(int greedy, int budget) {
+    return (SamplerConfig){.temperature = greedy ? 0.0f : 1.0f, .top_p = 1, .max_new_tokens = budget,
+                           .eos_token = 1, .stop_token = 7, .seed = 31, .env = greedy ? NULL : toy_env};
+}
+
 // The decode batch shrinks as sequences stop (sampler.c): every response, flag and logp is
 // the one of the full batch decoded to the end (no_compact), bit for bit, at temperature 1
 // with an environment and greedily, and the compacted decode runs fewer rows.
@@ -206,8 +212,7 @@ static void test_compaction_matches_full_batch(void **state) {
     int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
     batch_prompts(pr, pl, NB, TB);
     for (int greedy = 0; greedy <= 1; greedy++) {
-        SamplerConfig sc = {.temperature = greedy ? 0.0f : 1.0f, .top_p = 1, .max_new_tokens = BUDGET_C,
-                            .eos_token = 1, .stop_token = 7, .seed = 31, .env = greedy ? NULL : toy_env};
+        SamplerConfig sc = batch_sampler(greedy, BUDGET_C);
         Generation g, ref;
         generation_alloc(&g, NB, BUDGET_C);
         generation_alloc(&ref, NB, BUDGET_C);
@@ -232,6 +237,39 @@ static void test_compaction_matches_full_batch(void **state) {
     free(pl);
 }
 
+// A decode batch whose KV cache outgrows SamplerConfig.split_bytes runs on as two halves,
+// one after the other (sampler.c): with a budget of one byte every batch of 64 running rows
+// or more splits, and every response, flag and logp is the unsplit batch's bit for bit, at
+// temperature 1 with an environment and greedily, on one thread and on two.
+static void test_split_matches_whole_batch(void **state) {
+    enum { NB = 6 * SAMPLER_MIN_ROWS + 5, TB = 6, BUDGET_C = 30 };
+    int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
+    batch_prompts(pr, pl, NB, TB);
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++)
+        for (int greedy = 0; greedy <= 1; greedy++) {
+            SamplerConfig sc = batch_sampler(greedy, BUDGET_C);
+            Generation g, ref;
+            generation_alloc(&g, NB, BUDGET_C);
+            generation_alloc(&ref, NB, BUDGET_C);
+            omp_set_num_threads(threads);
+            sampler_generate(model, &sc, pr, pl, NB, TB, 900, &ref);
+            sc.split_bytes = 1;
+            sampler_generate(model, &sc, pr, pl, NB, TB, 900, &g);
+            omp_set_num_threads(saved);
+            assert_int_equal(ref.splits, 0);
+            // every thread's batch (197 rows, or 98 and 99) splits at its first step at least
+            assert_true(g.splits >= threads);
+            assert_same_generation(&g, &ref, NB, BUDGET_C);
+            printf("  %s, %d thread(s): %d splits, same responses (rows decoded %ld, unsplit %ld)\n",
+                   greedy ? "greedy" : "T=1", threads, g.splits, g.decode_rows, ref.decode_rows);
+            generation_free(&g);
+            generation_free(&ref);
+        }
+    free(pr);
+    free(pl);
+}
+
 // On several threads the CPU sampler gives each thread a decode batch of its own, on a view
 // of the model: every response is the one-thread batch's bit for bit, at both temperatures,
 // and the views read the parameters in place (after a change of the parameters the threads
@@ -246,8 +284,7 @@ static void test_threads_match_one_batch(void **state) {
     int *before = xmalloc((size_t)NB * BUDGET_C * sizeof(int));
     for (int round = 0; round < 2; round++) {
         for (int greedy = 0; greedy <= 1; greedy++) {
-            SamplerConfig sc = {.temperature = greedy ? 0.0f : 1.0f, .top_p = 1, .max_new_tokens = BUDGET_C,
-                                .eos_token = 1, .stop_token = 7, .seed = 31, .env = greedy ? NULL : toy_env};
+            SamplerConfig sc = batch_sampler(greedy, BUDGET_C);
             Generation g, ref;
             generation_alloc(&g, NB, BUDGET_C);
             generation_alloc(&ref, NB, BUDGET_C);
@@ -321,6 +358,7 @@ int main(void) {
         cmocka_unit_test(test_environment_tokens),
         cmocka_unit_test(test_compaction_matches_full_batch),
         cmocka_unit_test(test_threads_match_one_batch),
+        cmocka_unit_test(test_split_matches_whole_batch),
         cmocka_unit_test(test_budget_check),
         cmocka_unit_test(test_nonfinite_logits),
     };

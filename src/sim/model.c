@@ -688,15 +688,15 @@ void model_kv_alloc(Model *m, int B) {
 int model_kv_len(const Model *m, int b) { return m->kv_len[b]; }
 
 void model_decode_compact(Model *m, const int *keep, int n_keep, int B) {
-    if (n_keep < 0 || n_keep > B || B > m->dec_B)
-        die("model_decode_compact: %d rows into %d of a batch of %d", n_keep, B, m->dec_B);
+    if (n_keep < 0 || n_keep > B || B > m->kv_B)
+        die("model_decode_compact: %d rows into %d of a cache of %d", n_keep, B, m->kv_B);
     const ModelConfig *c = &m->cfg;
     size_t KW = (size_t)c->n_kv_heads * m->head_dim, row = (size_t)c->max_seq_len * KW;
     for (int j = 0; j < n_keep; j++) {
         int b = keep[j];
-        if (b < j || b >= m->dec_B || (j > 0 && b <= keep[j - 1]))
-            die("model_decode_compact: keep[%d] = %d: rows must ascend within the batch of %d", j, b,
-                m->dec_B);
+        if (b < j || b >= m->kv_B || (j > 0 && b <= keep[j - 1]))
+            die("model_decode_compact: keep[%d] = %d: rows must ascend within the cache of %d", j, b,
+                m->kv_B);
         if (b == j) continue;
         size_t bytes = (size_t)m->kv_len[b] * KW * sizeof(float);  // rows b > j do not overlap
         for (int l = 0; l < c->n_layers; l++) {

@@ -126,9 +126,12 @@ void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T
 // are meaningless) at the sequence's next position and writes the next-token logits (B,V)
 // (device). A sequence must not grow past max_seq_len.
 void model_decode_step(Model *m, const int *tokens, const int *active, float *logits);
-// Shrinks the decode batch to B rows: row j becomes the sequence of row keep[j] (keep
-// ascending, n_keep <= B <= the current batch), its cache and length moved down; rows n_keep..B-1
-// are empty (decode them as inactive). The following steps cost B rows, not the prefill's.
+// Makes the decode batch B rows: row j becomes the sequence of cache row keep[j] (keep
+// ascending, keep[j] >= j, n_keep <= B <= the cache's rows), its cache and length moved
+// down; rows n_keep..B-1 are empty (decode them as inactive). The following steps cost B
+// rows, not the prefill's. Rows past the batch keep their cache and length until a step or
+// a move writes them, so a caller may set rows aside beyond a smaller batch and bring them
+// back later (the sampler's split).
 void model_decode_compact(Model *m, const int *keep, int n_keep, int B);
 // Current length of sequence b in the cache.
 int model_kv_len(const Model *m, int b);

@@ -52,7 +52,25 @@ static int row_running(const int *seq, const int *active, int r) {
     return seq[r] >= 0 && active[seq[r]];
 }
 
-// The generation of sequences [0, n) into out's rows [0, n): one decode batch on m.
+// Rows a split set aside (generate_rows): their sequences and next tokens, their rows of the
+// KV cache (ascending), and the step whose token they decode next.
+typedef struct {
+    int n, t;
+    int *seq, *tok, *row;
+} ParkedRows;
+
+// The KV cache bytes a decode step reads for the running rows of the batch after step t.
+static double running_cache_bytes(const Model *m, const int *seq, const int *active, const int *prompt_len,
+                                  int B, int t) {
+    const ModelConfig *c = model_config(m);
+    double per_pos = 2.0 * c->n_layers * (c->d_model / c->n_heads) * c->n_kv_heads * sizeof(float), sum = 0;
+    for (int r = 0; r < B; r++)
+        if (row_running(seq, active, r)) sum += (double)(prompt_len[seq[r]] + t + 1) * per_pos;
+    return sum;
+}
+
+// The generation of sequences [0, n) into out's rows [0, n): one decode batch on m, split
+// into halves as its KV cache grows (SamplerConfig.split_bytes).
 static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts, const int *prompt_len,
                           int n, int T, uint64_t seq_id0, Generation *out) {
     Backend *bk = model_backend(m);
@@ -79,9 +97,19 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
         seq[i] = i;
     }
     out->decode_rows = 0;
+    out->splits = 0;
+    // A batch whose running rows read more than split_bytes of KV cache per step runs on as
+    // two: the first half of its running rows to the end, then the second, parked meanwhile
+    // (LIFO, so a half that splits again finishes both its quarters first). Each half reads
+    // half the cache per step, which the CPU's caches can hold where the whole did not; a
+    // half keeps SAMPLER_MIN_ROWS rows or more, so its responses are the whole batch's bit
+    // for bit (below). A GPU wants the whole batch at once, so only the CPU splits.
+    double split = bk->kind == BACKEND_CPU ? (double)sc->split_bytes : 0;
+    ParkedRows park[32];
+    int n_park = 0;
     model_prefill(m, prompts, prompt_len, n, T, logits);
-    int n_active = n, B = n;
-    for (int t = 0; t < sc->max_new_tokens && n_active > 0; t++) {
+    int n_active = sc->max_new_tokens > 0 ? n : 0, B = n;
+    for (int t = 0; n_active > 0;) {
         for (int r = 0; r < B; r++)  // an empty row draws from sequence 0's stream, unused
             ctr[r] = ((seq_id0 + (uint64_t)(seq[r] < 0 ? 0 : seq[r])) << 24) | (uint64_t)t;
         bk_upload(bk, d_ctr, ctr, (size_t)B * sizeof(uint64_t));
@@ -119,27 +147,66 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
                 n_active--;
             }
         }
-        // the last token of the budget needs no forward pass
-        if (n_active == 0 || t + 1 >= sc->max_new_tokens) break;
-        // Once half of the rows have stopped, the running sequences move to the front and the
-        // batch shrinks to them, but not below SAMPLER_MIN_ROWS rows: a small row count can
-        // make sgemm round a row otherwise, and above it a response is that of the full
-        // batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
-        if (!sc->no_compact && B > SAMPLER_MIN_ROWS && n_active <= B / 2) {
-            int k = 0, nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
-            for (int r = 0; r < B; r++)
-                if (row_running(seq, active, r)) {
-                    row_on[k] = r;  // the rows kept, ascending
-                    tok[k] = tok[r];
-                    seq[k++] = seq[r];
+        if (n_active == 0 || t + 1 >= sc->max_new_tokens) {  // this batch is done
+            // (the last token of the budget needs no forward pass)
+            if (n_park == 0) break;
+            ParkedRows *pk = &park[--n_park];  // its rows move to the front and go on
+            model_decode_compact(m, pk->row, pk->n, pk->n);
+            memcpy(seq, pk->seq, (size_t)pk->n * sizeof(int));
+            memcpy(tok, pk->tok, (size_t)pk->n * sizeof(int));
+            B = n_active = pk->n;
+            t = pk->t;
+            free(pk->seq);
+            free(pk->tok);
+            free(pk->row);
+        } else if (!sc->no_compact) {
+            // Once half of the rows have stopped, the running sequences move to the front and
+            // the batch shrinks to them, but not below SAMPLER_MIN_ROWS rows: a small row count
+            // can make sgemm round a row otherwise, and above it a response is that of the full
+            // batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
+            if (B > SAMPLER_MIN_ROWS && n_active <= B / 2) {
+                int k = 0, nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
+                for (int r = 0; r < B; r++)
+                    if (row_running(seq, active, r)) {
+                        row_on[k] = r;  // the rows kept, ascending
+                        tok[k] = tok[r];
+                        seq[k++] = seq[r];
+                    }
+                for (int r = k; r < nb; r++) seq[r] = -1;
+                model_decode_compact(m, row_on, k, nb);
+                B = nb;
+            }
+            if (split > 0 && n_active >= 2 * SAMPLER_MIN_ROWS && n_park < (int)(sizeof park / sizeof *park) &&
+                running_cache_bytes(m, seq, active, prompt_len, B, t) > split) {
+                int k = 0, h = n_active / 2;
+                for (int r = 0; r < B; r++)
+                    if (row_running(seq, active, r)) row_on[k++] = r;  // the running rows, ascending
+                // the second half waits in its rows, which the first half's never reach:
+                // they lie above row_on[h - 1] >= h - 1, and the first half moves to [0, h)
+                ParkedRows *pk = &park[n_park++];
+                pk->n = k - h;
+                pk->t = t;
+                pk->seq = xmalloc((size_t)pk->n * sizeof(int));
+                pk->tok = xmalloc((size_t)pk->n * sizeof(int));
+                pk->row = xmalloc((size_t)pk->n * sizeof(int));
+                for (int j = 0; j < pk->n; j++) {
+                    pk->row[j] = row_on[h + j];
+                    pk->seq[j] = seq[row_on[h + j]];
+                    pk->tok[j] = tok[row_on[h + j]];
                 }
-            for (int r = k; r < nb; r++) seq[r] = -1;
-            model_decode_compact(m, row_on, k, nb);
-            B = nb;
+                for (int j = 0; j < h; j++) {
+                    tok[j] = tok[row_on[j]];
+                    seq[j] = seq[row_on[j]];
+                }
+                model_decode_compact(m, row_on, h, h);
+                B = n_active = h;
+                out->splits++;
+            }
         }
         for (int r = 0; r < B; r++) row_on[r] = row_running(seq, active, r);
         model_decode_step(m, tok, row_on, logits);
         out->decode_rows += B;
+        t++;
     }
     free(ctr);
     free(tok);
@@ -184,7 +251,8 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
     // run on one thread, as does OpenBLAS inside a parallel region.
     Model **views = model_views(m, nt, 0);
     long rows = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : rows)
+    int splits = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : rows, splits)
     {
         int t = omp_get_thread_num(), i0 = (int)((long)n * t / nt), i1 = (int)((long)n * (t + 1) / nt);
         size_t o = (size_t)i0 * out->max_new;
@@ -194,7 +262,9 @@ void sampler_generate(Model *m, const SamplerConfig *sc, const int *prompts, con
         generate_rows(views[t], sc, prompts + (size_t)i0 * T, prompt_len + i0, i1 - i0, T,
                       seq_id0 + (uint64_t)i0, &part);
         rows += part.decode_rows;
+        splits += part.splits;
     }
     out->decode_rows = rows;
+    out->splits = splits;
 #endif
 }

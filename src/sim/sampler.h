@@ -34,6 +34,10 @@ typedef struct {
     // 1: decode every row of the batch to the end, stopped sequences included (the reference
     // of the batch compaction; see sampler_generate). 0 (the default): compact.
     int no_compact;
+    // CPU: the KV cache bytes a decode batch may read per step (its running rows' cache)
+    // before it runs on as two halves, one after the other, each at least SAMPLER_MIN_ROWS
+    // rows; 0: never. Responses do not depend on it (run.decode_cache_mib).
+    size_t split_bytes;
 } SamplerConfig;
 
 // sampler_generate's batch is not compacted below this many rows
@@ -50,6 +54,7 @@ typedef struct {
     float *logp;     // (n, max_new) sampling log-probs
     unsigned char *env;  // (n, max_new) 1 where the environment wrote the token, else 0
     long decode_rows;    // rows the decode steps ran, summed over the steps (the work done)
+    int splits;          // decode batches split in two (SamplerConfig.split_bytes)
 } Generation;
 
 void generation_alloc(Generation *g, int n, int max_new);
