@@ -269,7 +269,7 @@ int cmd_bench_rl(int argc, char **argv) {
                            .stop_token = B.forced ? -1 : template_stop_token(B.tk, S->template_kind),
                            .seed = (uint64_t)config_int(c, "run.seed"),
                            .env = B.forced ? NULL : setup_sampler_env(c),
-                           .split_bytes = (size_t)config_int(c, "run.decode_cache_mib") << 20};
+                           .split_bytes = setup_split_bytes(c)};
     const char *lpath = cli_get(&bench_rl_spec, &a, "lengths-out");
     FILE *lf = lpath ? fopen(lpath, "w") : NULL;
     if (lpath && !lf) {

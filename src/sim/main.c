@@ -459,7 +459,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
                                  .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, ec.template_kind),
                                  .seed = (uint64_t)config_int(c, "run.seed"),
                                  .env = setup_sampler_env(c),
-                                 .split_bytes = (size_t)config_int(c, "run.decode_cache_mib") << 20};
+                                 .split_bytes = setup_split_bytes(c)};
     if (eval_check_prompts(m, tk, &ec, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s (lower world.max_new_tokens)\n", err);
         model_free(m);

@@ -687,6 +687,10 @@ void model_kv_alloc(Model *m, int B) {
 
 int model_kv_len(const Model *m, int b) { return m->kv_len[b]; }
 
+size_t model_kv_position_bytes(const Model *m) {
+    return 2 * (size_t)m->cfg.n_layers * m->cfg.n_kv_heads * m->head_dim * sizeof(float);
+}
+
 void model_decode_compact(Model *m, const int *keep, int n_keep, int B) {
     if (n_keep < 0 || n_keep > B || B > m->kv_B)
         die("model_decode_compact: %d rows into %d of a cache of %d", n_keep, B, m->kv_B);

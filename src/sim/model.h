@@ -135,6 +135,8 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
 void model_decode_compact(Model *m, const int *keep, int n_keep, int B);
 // Current length of sequence b in the cache.
 int model_kv_len(const Model *m, int b);
+// The cache's bytes for one position of one sequence: K and V of every layer.
+size_t model_kv_position_bytes(const Model *m);
 
 // ---- several passes at once (CPU)
 // n models (n <= MODEL_MAX_VIEWS) that read m's parameters, each with its own activations,

@@ -62,11 +62,29 @@ typedef struct {
 // The KV cache bytes a decode step reads for the running rows of the batch after step t.
 static double running_cache_bytes(const Model *m, const int *seq, const int *active, const int *prompt_len,
                                   int B, int t) {
-    const ModelConfig *c = model_config(m);
-    double per_pos = 2.0 * c->n_layers * (c->d_model / c->n_heads) * c->n_kv_heads * sizeof(float), sum = 0;
+    double per_pos = (double)model_kv_position_bytes(m), sum = 0;
     for (int r = 0; r < B; r++)
         if (row_running(seq, active, r)) sum += (double)(prompt_len[seq[r]] + t + 1) * per_pos;
     return sum;
+}
+
+// The batch's running rows, ascending, into rows; returns their count.
+static int running_rows(const int *seq, const int *active, int B, int *rows) {
+    int k = 0;
+    for (int r = 0; r < B; r++)
+        if (row_running(seq, active, r)) rows[k++] = r;
+    return k;
+}
+
+// Makes rows[0..k) (ascending) the first k rows of a batch of nb, with their sequences and
+// next tokens; rows k..nb-1 are empty.
+static void rows_to_front(Model *m, int *seq, int *tok, const int *rows, int k, int nb) {
+    for (int j = 0; j < k; j++) {  // rows[j] >= j, so no row is read after it is written
+        tok[j] = tok[rows[j]];
+        seq[j] = seq[rows[j]];
+    }
+    for (int j = k; j < nb; j++) seq[j] = -1;
+    model_decode_compact(m, rows, k, nb);
 }
 
 // The generation of sequences [0, n) into out's rows [0, n): one decode batch on m, split
@@ -165,22 +183,13 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
             // can make sgemm round a row otherwise, and above it a response is that of the full
             // batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
             if (B > SAMPLER_MIN_ROWS && n_active <= B / 2) {
-                int k = 0, nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
-                for (int r = 0; r < B; r++)
-                    if (row_running(seq, active, r)) {
-                        row_on[k] = r;  // the rows kept, ascending
-                        tok[k] = tok[r];
-                        seq[k++] = seq[r];
-                    }
-                for (int r = k; r < nb; r++) seq[r] = -1;
-                model_decode_compact(m, row_on, k, nb);
+                int nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
+                rows_to_front(m, seq, tok, row_on, running_rows(seq, active, B, row_on), nb);
                 B = nb;
             }
             if (split > 0 && n_active >= 2 * SAMPLER_MIN_ROWS && n_park < (int)(sizeof park / sizeof *park) &&
                 running_cache_bytes(m, seq, active, prompt_len, B, t) > split) {
-                int k = 0, h = n_active / 2;
-                for (int r = 0; r < B; r++)
-                    if (row_running(seq, active, r)) row_on[k++] = r;  // the running rows, ascending
+                int k = running_rows(seq, active, B, row_on), h = k / 2;
                 // the second half waits in its rows, which the first half's never reach:
                 // they lie above row_on[h - 1] >= h - 1, and the first half moves to [0, h)
                 ParkedRows *pk = &park[n_park++];
@@ -194,11 +203,7 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
                     pk->seq[j] = seq[row_on[h + j]];
                     pk->tok[j] = tok[row_on[h + j]];
                 }
-                for (int j = 0; j < h; j++) {
-                    tok[j] = tok[row_on[j]];
-                    seq[j] = seq[row_on[j]];
-                }
-                model_decode_compact(m, row_on, h, h);
+                rows_to_front(m, seq, tok, row_on, h, h);
                 B = n_active = h;
                 out->splits++;
             }

@@ -105,6 +105,8 @@ RewardRule setup_reward_rule(const Config *c) {
     return r;
 }
 
+size_t setup_split_bytes(const Config *c) { return (size_t)config_int(c, "run.decode_cache_mib") << 20; }
+
 SamplerEnvFn setup_sampler_env(const Config *c) {
     return strcmp(config_str(c, "world.check_verdict"), "environment") == 0 ? template_env_verdict
                                                                            : NULL;

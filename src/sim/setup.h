@@ -18,6 +18,8 @@ AdamWConfig setup_adamw(const Config *c);
 // world.check_verdict -> the sampler's environment: template_env_verdict for
 // "environment", NULL (the policy writes every token) for "policy".
 SamplerEnvFn setup_sampler_env(const Config *c);
+// run.decode_cache_mib -> SamplerConfig.split_bytes.
+size_t setup_split_bytes(const Config *c);
 // world.reward_rule -> the verifier's reward rule (template.h).
 RewardRule setup_reward_rule(const Config *c);
 // run.backend (auto|cpu|cuda, or the override if not NULL) -> a backend; auto picks cuda

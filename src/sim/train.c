@@ -204,7 +204,7 @@ static int trainer_models(Trainer *t, const Config *cfg, const char *backend_ove
                             .max_new_tokens = S->max_new, .eos_token = TOK_EOS,
                             .stop_token = template_stop_token(t->tk, S->template_kind),
                             .seed = S->seed, .env = setup_sampler_env(cfg),
-                            .split_bytes = (size_t)config_int(cfg, "run.decode_cache_mib") << 20};
+                            .split_bytes = setup_split_bytes(cfg)};
     t->ec = (EvalConfig){.template_kind = S->template_kind, .reward_rule = S->reward_rule,
                          .world_seed = (uint64_t)config_int(cfg, "world.seed"),
                          .batch = (int)config_int(cfg, "eval.batch"),
