@@ -496,6 +496,64 @@ static void test_attention(void **state) {
     attention_case(1, 1, 2, 2, 4, len_c, 40);  // T = 1
     const int len_d[2] = {0, 6};
     attention_case(2, 6, 2, 2, 4, len_d, 50);  // plain MHA, an empty sequence
+    // sequences of 64 tokens or more at head sizes 32 and 64 take cpu_ops.c's own products
+    const int len_e[1] = {66};
+    attention_case(1, 68, 2, 1, 32, len_e, 60);  // tiles of 8 rows, 2 rows left over, padding
+    const int len_f[1] = {65};
+    attention_case(1, 65, 1, 1, 64, len_f, 70);  // tiles of 4 rows and 1 left over
+}
+
+// The attention's vector paths (own products of sequences of 64 tokens or more, 16
+// exponentials at a time) compute the sums of their scalar loops in the same order, so they
+// equal them bit for bit: forward and backward, head sizes 32 and 64, sequences longer and
+// shorter than 64 in one batch, scores wide enough that some exponentials flush to 0.
+static void test_attention_vector_matches_scalar(void **state) {
+    const struct {
+        int B, T, NH, NKV, hd, len[3];
+    } cases[] = {{3, 150, 4, 2, 32, {150, 64, 97}}, {2, 100, 2, 1, 64, {100, 63}}, {1, 75, 2, 2, 32, {71}}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        int B = cases[ci].B, T = cases[ci].T, NH = cases[ci].NH, NKV = cases[ci].NKV, hd = cases[ci].hd;
+        size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, natt = (size_t)B * NH * T * T;
+        float *q = frand(nq, 110 + ci, -12, 12), *k = frand(nkv, 120 + ci, -12, 12);
+        float *v = frand(nkv, 130 + ci, -1, 1), *dout = frand(nq, 140 + ci, -1, 1);
+        float *out[2], *att[2], *dq[2], *dk[2], *dv[2];
+        for (int path = 0; path < 2; path++) {  // 0: vector paths, 1: scalar loops
+            out[path] = fnew(nq);
+            att[path] = fnew(natt);
+            dq[path] = fnew(nq);
+            dk[path] = fnew(nkv);
+            dv[path] = fnew(nkv);
+            cpu_attention_vector(path == 0);
+            kn_attention_forward(bk, out[path], att[path], q, k, v, cases[ci].len, B, T, NH, NKV, hd);
+            kn_attention_backward(bk, dq[path], dk[path], dv[path], dout, att[path], q, k, v,
+                                  cases[ci].len, B, T, NH, NKV, hd);
+        }
+        cpu_attention_vector(1);
+        assert_memory_equal(out[0], out[1], nq * sizeof(float));
+        assert_memory_equal(att[0], att[1], natt * sizeof(float));
+        assert_memory_equal(dq[0], dq[1], nq * sizeof(float));
+        assert_memory_equal(dk[0], dk[1], nkv * sizeof(float));
+        assert_memory_equal(dv[0], dv[1], nkv * sizeof(float));
+        size_t flushed = 0;  // probabilities on or below the diagonal that are 0
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++)
+                for (int t = 0; t < cases[ci].len[b]; t++)
+                    for (int s2 = 0; s2 <= t; s2++)
+                        flushed += att[0][(((size_t)b * NH + h) * T + t) * T + s2] == 0.0f;
+        assert_true(flushed > 0);
+        for (int path = 0; path < 2; path++) {
+            free(out[path]);
+            free(att[path]);
+            free(dq[path]);
+            free(dk[path]);
+            free(dv[path]);
+        }
+        free(q);
+        free(k);
+        free(v);
+        free(dout);
+    }
+    printf("  attention vector paths = scalar loops, bit for bit (hd 32 and 64, lengths 63..150)\n");
 }
 
 // ---- KV cache + decoding step
@@ -516,9 +574,9 @@ static void test_decode_vector_matches_scalar(void **state) {
         int pos[B];
         for (int b = 0; b < B; b++) pos[b] = b;  // row b attends to b + 1 positions
         kn_attention_decode(bk, ov, q, kc, vc, pos, B, Tmax, NH, NKV, hd);
-        cpu_attention_decode_vector(0);
+        cpu_attention_vector(0);
         kn_attention_decode(bk, os, q, kc, vc, pos, B, Tmax, NH, NKV, hd);
-        cpu_attention_decode_vector(1);
+        cpu_attention_vector(1);
         assert_memory_equal(ov, os, nq * sizeof(float));
         free(q);
         free(kc);
@@ -1040,6 +1098,7 @@ int main(void) {
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_kv_decode),
+        cmocka_unit_test(test_attention_vector_matches_scalar),
         cmocka_unit_test(test_decode_vector_matches_scalar),
         cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_logprob),

@@ -84,6 +84,34 @@ static inline float exp_fast(float x) {
     return x != x ? x : (x < -87.0f ? 0.0f : y);
 }
 
+#ifdef __AVX512F__
+// exp_fast of 16 floats: the same operations in the same order (no fused multiply-adds), so
+// each lane equals exp_fast of its float bit for bit. min/max clamp as exp_fast's compares
+// do for every number; a NaN lane gets another clamped value, but returns the NaN.
+static inline __m512 exp_fast16(__m512 x) {
+    __m512 xc = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
+    __m512 big = _mm512_set1_ps(12582912.0f);
+    __m512 n = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), big), big);
+    __m512 r = _mm512_add_ps(_mm512_sub_ps(xc, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
+                             _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
+    __m512 p = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(1.9875691500e-4f), r),
+                             _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), y);  // x < -87: 0
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);              // NaN: x
+}
+
+// The low and the high 8 floats of a vector of 16.
+static inline __m256 lo8(__m512 v) { return _mm512_castps512_ps256(v); }
+static inline __m256 hi8(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+#endif
+
 // ---- elementwise
 
 void cpu_add(Backend *b, float *out, const float *x, const float *y, size_t n) {
@@ -309,6 +337,63 @@ static inline float row_max(const float *x, int n) {
     return m;
 }
 
+static int attention_vector = 1;
+void cpu_attention_vector(int on) { attention_vector = on; }
+
+// p[s] = exp_fast((p[s] - maxv) * scale) for s < n (the softmax's numerators), and their
+// sum in a fixed order: of the first m = 8 floor(n / 8), p[s] is added to lane s % 8 in
+// ascending s; the rest to lane 0 in order; the 8 lanes are summed in order 0..7 onto +0.
+// It is the order gcc 12 gave the earlier `omp simd reduction` loop with 8-float vectors,
+// so no softmax changed with it (the order of dot_lanes8 below). The vector path computes
+// 16 exponentials at a time and adds them to the lanes as two vectors of 8.
+static inline float exp_sum(float *p, int n, float maxv, float scale) {
+    float lane[8] = {0};
+    int s = 0, m = n / 8 * 8;
+#ifdef __AVX512F__
+    if (attention_vector) {
+        __m512 mv = _mm512_set1_ps(maxv), sc = _mm512_set1_ps(scale);
+        __m256 acc = _mm256_setzero_ps();
+        for (; s + 32 <= m; s += 32) {  // two at a time: independent chains hide the latency
+            __m512 e0 = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(p + s), mv), sc));
+            __m512 e1 = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(p + s + 16), mv), sc));
+            _mm512_storeu_ps(p + s, e0);
+            _mm512_storeu_ps(p + s + 16, e1);
+            acc = _mm256_add_ps(acc, lo8(e0));
+            acc = _mm256_add_ps(acc, hi8(e0));
+            acc = _mm256_add_ps(acc, lo8(e1));
+            acc = _mm256_add_ps(acc, hi8(e1));
+        }
+        for (; s + 16 <= m; s += 16) {
+            __m512 e = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(p + s), mv), sc));
+            _mm512_storeu_ps(p + s, e);
+            acc = _mm256_add_ps(acc, lo8(e));
+            acc = _mm256_add_ps(acc, hi8(e));
+        }
+        float tail[16];
+        int j = 0, left = n - s;  // < 16: one vector of 8 into the lanes, then lane 0
+        if (left > 0) {
+            __mmask16 in = (__mmask16)((1u << left) - 1);
+            __m512 e = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + s), mv), sc));
+            _mm512_mask_storeu_ps(p + s, in, e);
+            _mm512_storeu_ps(tail, e);
+            if (s + 8 <= m) {
+                acc = _mm256_add_ps(acc, lo8(e));
+                j = 8;
+            }
+        }
+        _mm256_storeu_ps(lane, acc);
+        for (; j < left; j++) lane[0] += tail[j];
+        s = n;
+    }
+#endif
+    for (; s < m; s += 8)
+        for (int j = 0; j < 8; j++) lane[j] += p[s + j] = exp_fast((p[s + j] - maxv) * scale);
+    for (; s < n; s++) lane[0] += p[s] = exp_fast((p[s] - maxv) * scale);
+    float d = 0.0f;
+    for (int j = 0; j < 8; j++) d += lane[j];
+    return d;
+}
+
 // The (L, L) products of causal attention by blocks of rows (or columns), leaving out the
 // blocks above the diagonal, where the probabilities are zero: about half the work at long
 // sequences. A block's product keeps the whole product's inner dimension in its order (the
@@ -351,53 +436,193 @@ static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int
     }
 }
 
-// Per (sequence, head): S = scale Q K^T and O = P V as single-threaded sgemms (OpenBLAS's
-// OpenMP build runs BLAS called inside a parallel region on the calling thread); the causal
-// softmax in between. Work is split by (sequence, KV head), so a task owns its dk/dv rows.
+// ---- attention products of our own, for sequences of OWN_MIN_LEN tokens or more
+// OpenBLAS 0.3.21 on the Intel Xeon development machine (SKYLAKEX kernels) computes every
+// entry of the products above, for blocks of 64 rows or more, as a chain of fused
+// multiply-adds from 0 in the inner dimension's order, then alpha times it plus beta C
+// (checked for every entry, L from 64 to 384: docs/kernels.md). The kernels below compute
+// two of the products in that order themselves, so runs keep their numbers there bit for
+// bit, without OpenBLAS's packing and zeroing of C and with the causal triangle cut at a
+// finer grain:
+//   causal_scores:  S[t][s] = alpha (A_t . B_s) for s <= t (the scores, and dP = dO V^T),
+//   causal_tn_own:  D += P^T X, D[c][j] + sum_{t=c}^{L-1} P[t][c] X[t][j] (dV and dK).
+// Shorter sequences keep OpenBLAS, whose kernels for fewer rows round otherwise. The tiles
+// are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_attention_vector(0) runs
+// the same sums as scalar loops: the reference of tests/test_kernels.c.
+#define OWN_MIN_LEN ATT_BLOCK
+
+static inline int own_products(int L, int hd) {
+#ifdef __AVX512F__
+    return L >= OWN_MIN_LEN && (hd == 32 || hd == 64);
+#else
+    return 0 * L * hd;
+#endif
+}
+
+// causal_scores takes B transposed: bt = B^T (hd x bt_ld(L), zero past L), from causal_bt.
+static inline int bt_ld(int L) { return (L + 31) / 32 * 32; }
+
+static void causal_bt(float *bt, const float *B, int ldb, int L, int hd) {
+    int ld = bt_ld(L);
+    for (int s = 0; s < ld; s++) {  // rows of B in order: hd output rows filled alongside
+        const float *br = B + (size_t)s * ldb;
+        for (int c = 0; c < hd; c++) bt[(size_t)c * ld + s] = s < L ? br[c] : 0.0f;
+    }
+}
+
+#ifdef __AVX512F__
+// R rows x ncols (<= 32) columns of S, each entry's chain over c; the accumulators have a
+// fixed size (R <= 8), so that they stay in registers. Loads read bt up to 32 columns on
+// (bt_ld pads it), stores write ncols.
+static inline __attribute__((always_inline)) void scores_tile(float *S, size_t lds, const float *A,
+                                                             size_t lda, const float *bt, size_t ldbt,
+                                                             int hd, int ncols, float alpha, const int R) {
+    __m512 acc[8][2];
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int c = 0; c < hd; c++) {
+        __m512 b0 = _mm512_loadu_ps(bt + (size_t)c * ldbt), b1 = _mm512_loadu_ps(bt + (size_t)c * ldbt + 16);
+        for (int i = 0; i < R; i++) {
+            __m512 a = _mm512_set1_ps(A[(size_t)i * lda + c]);
+            acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+        }
+    }
+    __mmask16 m0 = ncols >= 16 ? 0xFFFF : (__mmask16)((1u << ncols) - 1);
+    __mmask16 m1 = ncols >= 32 ? 0xFFFF : (ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1) : 0);
+    __m512 al = _mm512_set1_ps(alpha);
+    for (int i = 0; i < R; i++) {
+        _mm512_mask_storeu_ps(S + (size_t)i * lds, m0, _mm512_mul_ps(acc[i][0], al));
+        _mm512_mask_storeu_ps(S + (size_t)i * lds + 16, m1, _mm512_mul_ps(acc[i][1], al));
+    }
+}
+
+// R rows of D from row c = t0 on, HC vectors of 16 columns (hd = 16 HC): the chains over t
+// run from t0, as the entries of P above the diagonal are zeros (they add only zeros to +0).
+static inline __attribute__((always_inline)) void tn_tile(float *D, size_t ldd, const float *P, size_t ldp,
+                                                         const float *X, size_t ldx, int t0, int L,
+                                                         const int R, const int HC) {
+    __m512 acc[8][4], x[4];  // fixed sizes (R <= 8, HC <= 4), so that they stay in registers
+    for (int i = 0; i < R; i++)
+        for (int h = 0; h < HC; h++) acc[i][h] = _mm512_setzero_ps();
+    for (int t = t0; t < L; t++) {
+        for (int h = 0; h < HC; h++) x[h] = _mm512_loadu_ps(X + (size_t)t * ldx + 16 * h);
+        for (int i = 0; i < R; i++) {
+            __m512 a = _mm512_set1_ps(P[(size_t)t * ldp + i]);
+            for (int h = 0; h < HC; h++) acc[i][h] = _mm512_fmadd_ps(a, x[h], acc[i][h]);
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int h = 0; h < HC; h++) {
+            float *d = D + (size_t)i * ldd + 16 * h;
+            _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), acc[i][h]));
+        }
+}
+#endif
+
+// Tiles of 8 rows x 32 columns up to each tile's last row; the columns a tile covers past
+// the diagonal are written too (the callers overwrite them).
+static void causal_scores(int L, int hd, float alpha, const float *A, int lda, const float *bt,
+                          float *S, int lds) {
+    size_t ldbt = (size_t)bt_ld(L);
+    int t0 = 0;
+#ifdef __AVX512F__
+    if (attention_vector) {
+        for (; t0 + 8 <= L; t0 += 8)
+            for (int s0 = 0; s0 < t0 + 8; s0 += 32)
+                scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
+                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 8);
+        for (; t0 < L; t0++)
+            for (int s0 = 0; s0 <= t0; s0 += 32)
+                scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
+                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 1);
+    }
+#endif
+    for (; t0 < L; t0++)
+        for (int s = 0; s <= t0; s++) {
+            float acc = 0.0f;
+            for (int c = 0; c < hd; c++) acc = fmaf(A[(size_t)t0 * lda + c], bt[(size_t)c * ldbt + s], acc);
+            S[(size_t)t0 * lds + s] = acc * alpha;
+        }
+}
+
+// Tiles of 8 rows of D (4 where hd = 64).
+static void causal_tn_own(int L, int hd, const float *P, int ldp, const float *X, int ldx, float *D, int ldd) {
+    int c = 0;
+#ifdef __AVX512F__
+    if (attention_vector && hd == 32) {
+        for (; c + 8 <= L; c += 8)
+            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 8, 2);
+        for (; c < L; c++)
+            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 1, 2);
+    } else if (attention_vector && hd == 64) {
+        for (; c + 4 <= L; c += 4)
+            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 4, 4);
+        for (; c < L; c++)
+            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 1, 4);
+    }
+#endif
+    for (; c < L; c++)
+        for (int j = 0; j < hd; j++) {
+            float acc = 0.0f;
+            for (int t = c; t < L; t++) acc = fmaf(P[(size_t)t * ldp + c], X[(size_t)t * ldx + j], acc);
+            D[(size_t)c * ldd + j] += acc;
+        }
+}
+
+// Per (sequence, head): S = scale Q K^T, the causal softmax, O = P V, the products as
+// single-threaded sgemms (OpenBLAS's OpenMP build runs BLAS called inside a parallel region
+// on the calling thread) or our own (above). Work is split by (sequence, KV head), so a task
+// owns its dk/dv rows and transposes its keys once. 512-bit vectors for the softmax's loops
+// where the CPU has them: none of them sums in an order that the width would change
+// (exp_sum fixes its own).
+__attribute__((target("prefer-vector-width=512")))
 void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
                            const float *v, const int *lengths, int B, int T, int NH, int NKV,
                            int hd) {
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hd);
     size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * hd >= PAR_MIN)
-    for (int bb = 0; bb < B; bb++) {
-        for (int kh = 0; kh < NKV; kh++) {
-            int L = clamp_len(lengths[bb], T);
-            const float *kb = k + (size_t)bb * T * kvstride + (size_t)kh * hd;
-            const float *vb = v + (size_t)bb * T * kvstride + (size_t)kh * hd;
-            for (int h = kh * group; h < (kh + 1) * group; h++) {
-                float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
-                const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
-                float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                for (int t = 0; t < T; t++) {
-                    float *pr = p + (size_t)t * T;
-                    if (t >= L) {
-                        memset(pr, 0, (size_t)T * sizeof(float));
-                        continue;
-                    }
-                    float maxv = row_max(pr, t + 1), sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                    for (int s2 = 0; s2 <= t; s2++) {
-                        pr[s2] = exp_fast(pr[s2] - maxv);
-                        sum += pr[s2];
-                    }
-                    float inv = 1.0f / sum;
+#pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
+    {
+        float *kt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // K^T for causal_scores
+#pragma omp for collapse(2) schedule(dynamic, 1)
+        for (int bb = 0; bb < B; bb++) {
+            for (int kh = 0; kh < NKV; kh++) {
+                int L = clamp_len(lengths[bb], T), own = own_products(L, hd);
+                const float *kb = k + (size_t)bb * T * kvstride + (size_t)kh * hd;
+                const float *vb = v + (size_t)bb * T * kvstride + (size_t)kh * hd;
+                if (own) causal_bt(kt, kb, (int)kvstride, L, hd);
+                for (int h = kh * group; h < (kh + 1) * group; h++) {
+                    float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
+                    const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
+                    float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
+                    if (own) causal_scores(L, hd, scale, qb, (int)qstride, kt, p, T);
+                    else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
+                    for (int t = 0; t < T; t++) {
+                        float *pr = p + (size_t)t * T;
+                        if (t >= L) {
+                            memset(pr, 0, (size_t)T * sizeof(float));
+                            continue;
+                        }
+                        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
 #pragma omp simd
-                    for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
-                    memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
+                        for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
+                        memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
+                    }
+                    causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
+                    for (int t = L; t < T; t++)
+                        memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
                 }
-                causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
-                for (int t = L; t < T; t++) memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
             }
         }
+        free(kt);
     }
 }
 
 // With P the saved probabilities (zero for s > t) and dO the output gradient, per head:
 //   dV += P^T dO;  dP = dO V^T;  dS = P * (dP - rowsum(P * dP)) * scale;
-//   dQ += dS K;  dK += dS^T Q   (each a single-threaded sgemm on the (L,L) block).
+//   dQ += dS K;  dK += dS^T Q   (each a single-threaded sgemm on the (L,L) block, or for dV,
+//   dP and dK our own products above).
 void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
                             const float *att, const float *q, const float *k, const float *v,
                             const int *lengths, int B, int T, int NH, int NKV, int hd) {
@@ -409,18 +634,25 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
 #pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
     {
         float *ds = xmalloc(((size_t)T * T + 1) * sizeof(float));
+        float *vt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // V^T for causal_scores
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int bb = 0; bb < B; bb++) {
             for (int kh = 0; kh < NKV; kh++) {
                 int L = clamp_len(lengths[bb], T);
                 if (L == 0) continue;
                 size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
+                int own = own_products(L, hd);
+                if (own && need_ds) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
                 for (int h = kh * group; h < (kh + 1) * group; h++) {
                     const float *p = att + ((size_t)bb * NH + h) * T * T;
                     size_t qoff = (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
+                    if (dv && own)
+                        causal_tn_own(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
+                    else if (dv)
+                        causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
                     if (!need_ds) continue;
-                    causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
+                    if (own) causal_scores(L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T);
+                    else causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
                     for (int t = 0; t < L; t++) {
                         const float *pr = p + (size_t)t * T;
                         float *dr = ds + (size_t)t * T, pdp = 0.0f;
@@ -431,11 +663,15 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                         for (int s2 = t + 1; s2 < L; s2++) dr[s2] = 0.0f;
                     }
                     if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
-                    if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
+                    if (dk && own)
+                        causal_tn_own(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
+                    else if (dk)
+                        causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
                 }
             }
         }
         free(ds);
+        free(vt);
     }
 }
 
@@ -547,15 +783,12 @@ static inline __attribute__((always_inline)) void values_heads(float *o, size_t 
 }
 #endif
 
-static int decode_vector = 1;
-void cpu_attention_decode_vector(int on) { decode_vector = on; }
-
 // prob[h][s] = q_h . k_s for positions [0, nk) of every head, in dot_lanes8's order.
 static void decode_scores(float *prob, size_t Tmax, const float *qb, const float *kb,
                           size_t kvstride, int NH, int group, int hd, int nk) {
     int s = 0;
 #ifdef __AVX2__
-    if (decode_vector && (hd == 32 || hd == 64)) {
+    if (attention_vector && (hd == 32 || hd == 64)) {
         for (; s + 8 <= nk; s += 8) {
             const float *kt = kb + (size_t)s * kvstride;
             for (int p = 0; p < 8; p++)
@@ -578,7 +811,7 @@ static void decode_scores(float *prob, size_t Tmax, const float *qb, const float
 static void decode_values(float *ob, const float *prob, size_t Tmax, const float *vb,
                           size_t kvstride, int NH, int group, int hd, int nk) {
 #ifdef __AVX2__
-    if (decode_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
+    if (attention_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
         int nhb = hd == 32 ? 2 : 1;
         for (int h = 0; h < NH; h += nhb) {
             float *o = ob + (size_t)h * hd;
@@ -621,13 +854,8 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
             const float *vb = vcache + (size_t)bb * Tmax * kvstride;
             decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, nk);
             for (int h = 0; h < NH; h++) {  // softmax of each head's scores
-                float *p = prob + (size_t)h * Tmax, maxv = row_max(p, nk), sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                for (int s = 0; s < nk; s++) {
-                    p[s] = exp_fast((p[s] - maxv) * scale);
-                    sum += p[s];
-                }
-                float inv = 1.0f / sum;
+                float *p = prob + (size_t)h * Tmax;
+                float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale);
 #pragma omp simd
                 for (int s = 0; s < nk; s++) p[s] *= inv;
             }
@@ -641,12 +869,15 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
 
 static inline float sigmoidf(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
 
+// SwiGLU's loops are elementwise: 512-bit vectors where the CPU has them round alike.
+__attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
 #pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
 }
 
 // d silu(x)/dx = s + x s (1 - s), s = sigmoid(x)
+__attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n) {
     if (dgate && dup) {  // the usual case: one pass over the five arrays

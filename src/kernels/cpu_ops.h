@@ -35,9 +35,10 @@ void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, 
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
                           int hd);
-// 0: cpu_attention_decode takes its scalar loops only (the reference its vector path must
-// equal bit for bit: tests/test_kernels.c); 1 (the default): the vector path where it has one.
-void cpu_attention_decode_vector(int on);
+// 0: the attention kernels take their scalar loops only (the reference their vector paths
+// must equal bit for bit: tests/test_kernels.c); 1 (the default): the vector paths where
+// they have them (the decode's scores and value sums, every softmax's exponentials).
+void cpu_attention_vector(int on);
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n);
