@@ -344,13 +344,15 @@ void cpu_attention_vector(int on) { attention_vector = on; }
 // sum in a fixed order: of the first m = 8 floor(n / 8), p[s] is added to lane s % 8 in
 // ascending s; the rest to lane 0 in order; the 8 lanes are summed in order 0..7 onto +0.
 // It is the order gcc 12 gave the earlier `omp simd reduction` loop with 8-float vectors,
-// so no softmax changed with it (the order of dot_lanes8 below). The vector path computes
-// 16 exponentials at a time and adds them to the lanes as two vectors of 8.
-static inline float exp_sum(float *p, int n, float maxv, float scale) {
+// so no softmax changed with it (the order of dot_lanes8 below). With wide = 1 the vector
+// path computes 16 exponentials at a time and adds them to the lanes as two vectors of 8;
+// the decode passes 0 (the compiler's 8-float vectors of the loops below): with 512-bit
+// vectors there the rollout at the budget ran 3-8% slower (docs/benchmarks.md).
+static inline float exp_sum(float *p, int n, float maxv, float scale, int wide) {
     float lane[8] = {0};
     int s = 0, m = n / 8 * 8;
 #ifdef __AVX512F__
-    if (attention_vector) {
+    if (attention_vector && wide) {
         __m512 mv = _mm512_set1_ps(maxv), sc = _mm512_set1_ps(scale);
         __m256 acc = _mm256_setzero_ps();
         for (; s + 32 <= m; s += 32) {  // two at a time: independent chains hide the latency
@@ -604,7 +606,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                             memset(pr, 0, (size_t)T * sizeof(float));
                             continue;
                         }
-                        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
+                        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f, 1);
 #pragma omp simd
                         for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
                         memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
@@ -855,7 +857,7 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
             decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, nk);
             for (int h = 0; h < NH; h++) {  // softmax of each head's scores
                 float *p = prob + (size_t)h * Tmax;
-                float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale);
+                float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale, 0);
 #pragma omp simd
                 for (int s = 0; s < nk; s++) p[s] *= inv;
             }
