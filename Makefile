@@ -66,7 +66,7 @@ LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
 endif
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench bench-rl clean gpu-check gpu-bundle reproduce-fig5
+.PHONY: all deps probe test test-asan test-slurm bench bench-rl blas-order clean gpu-check gpu-bundle reproduce-fig5
 
 all: deps probe $(BUILD)/grpolab
 
@@ -162,6 +162,12 @@ bench-rl: all
 	  /usr/bin/python3 -m venv --system-site-packages $(TRL_VENV) && \
 	  $(TRL_VENV)/bin/pip install -q $(TRL_PIP) || { rm -rf $(TRL_VENV); exit 1; }; fi
 	BIN=$(BUILD)/grpolab OUT=$(BUILD)/bench-rl PEER=$(or $(PEER),torch) scripts/bench-rl.sh
+
+# Do the attention's own products (src/kernels/cpu_ops.c) give this machine's OpenBLAS
+# numbers? Compares the two bit for bit (docs/kernels.md); exit 1 where they differ.
+blas-order: deps probe $(BUILD)/libgrpolab.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -o $(BUILD)/blas_order scripts/blas_order.c $(BUILD)/libgrpolab.a $(LDLIBS)
+	OMP_NUM_THREADS=1 $(BUILD)/blas_order
 
 # Everything that needs a GPU (docs/benchmarks.md); run on a GPU machine.
 gpu-check:

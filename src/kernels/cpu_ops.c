@@ -451,11 +451,16 @@ static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int
 // Shorter sequences keep OpenBLAS, whose kernels for fewer rows round otherwise. The tiles
 // are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_attention_vector(0) runs
 // the same sums as scalar loops: the reference of tests/test_kernels.c.
+// cpu_attention_own_products(0) takes OpenBLAS for every product: `make blas-order` compares
+// the two on this machine (scripts/blas_order.c).
 #define OWN_MIN_LEN ATT_BLOCK
+
+static int own_products_on = 1;
+void cpu_attention_own_products(int on) { own_products_on = on; }
 
 static inline int own_products(int L, int hd) {
 #ifdef __AVX512F__
-    return L >= OWN_MIN_LEN && (hd == 32 || hd == 64);
+    return own_products_on && L >= OWN_MIN_LEN && (hd == 32 || hd == 64);
 #else
     return 0 * L * hd;
 #endif

@@ -39,6 +39,9 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
 // must equal bit for bit: tests/test_kernels.c); 1 (the default): the vector paths where
 // they have them (the decode's scores and value sums, every softmax's exponentials).
 void cpu_attention_vector(int on);
+// 0: every attention product through OpenBLAS (the code before cpu_ops.c's own products);
+// 1 (the default): its own products where they run. For scripts/blas_order.c.
+void cpu_attention_own_products(int on);
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n);
