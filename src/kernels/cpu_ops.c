@@ -347,7 +347,7 @@ void cpu_attention_vector(int on) { attention_vector = on; }
 // so no softmax changed with it (the order of dot_lanes8 below). With wide = 1 the vector
 // path computes 16 exponentials at a time and adds them to the lanes as two vectors of 8;
 // the decode passes 0 (the compiler's 8-float vectors of the loops below): with 512-bit
-// vectors there the rollout at the budget ran 3-8% slower (docs/benchmarks.md).
+// vectors there the rollout at the budget ran up to 9% slower (docs/benchmarks.md).
 static inline float exp_sum(float *p, int n, float maxv, float scale, int wide) {
     float lane[8] = {0};
     int s = 0, m = n / 8 * 8;
