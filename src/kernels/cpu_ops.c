@@ -429,8 +429,16 @@ static void causal_nn(int L, int n, const float *P, int ldp, const float *X, int
     }
 }
 
-// D += P^T X, with P (L, L) zero above the diagonal, X (L, n).
+static inline int own_products(int L, int hd);
+static void causal_tn_own(int L, int hd, const float *P, int ldp, const float *X, int ldx, float *D, int ldd);
+
+// D += P^T X, with P (L, L) zero above the diagonal, X (L, n): our own product where it runs
+// (own_products, below), else OpenBLAS's by blocks.
 static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int ldx, float *D, int ldd) {
+    if (own_products(L, n)) {
+        causal_tn_own(L, n, P, ldp, X, ldx, D, ldd);
+        return;
+    }
     for (int c0 = 0, c1; c0 < L; c0 = c1) {
         c1 = block_end(c0, L);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, n, L - c0, 1.0f,
@@ -648,15 +656,12 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                 int L = clamp_len(lengths[bb], T);
                 if (L == 0) continue;
                 size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
-                int own = own_products(L, hd);
-                if (own && need_ds) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
+                int own = need_ds && own_products(L, hd);  // dP by causal_scores
+                if (own) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
                 for (int h = kh * group; h < (kh + 1) * group; h++) {
                     const float *p = att + ((size_t)bb * NH + h) * T * T;
                     size_t qoff = (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (dv && own)
-                        causal_tn_own(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
-                    else if (dv)
-                        causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
+                    if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
                     if (!need_ds) continue;
                     if (own) causal_scores(L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T);
                     else causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
@@ -670,10 +675,7 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                         for (int s2 = t + 1; s2 < L; s2++) dr[s2] = 0.0f;
                     }
                     if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
-                    if (dk && own)
-                        causal_tn_own(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
-                    else if (dk)
-                        causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
+                    if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
                 }
             }
         }
