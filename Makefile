@@ -115,11 +115,18 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libgrpolab.a $(wildcard tes
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -o $@ $< $(TEST_SUPPORT) $(BUILD)/libgrpolab.a $(LDLIBS) $(TEST_LIBS)
 
+# The library test_resume preloads into `grpolab train` to kill it at a chosen write
+# (tests/preload/kill_at_write.c); never sanitized: it only counts and forwards writes.
+$(BUILD)/tests/kill_at_write.so: tests/preload/kill_at_write.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $< -ldl
+
 # Runs every test binary; cmocka prints its summary per binary; fails if any failed.
-test: deps probe $(BUILD)/grpolab $(TEST_BIN)
+test: deps probe $(BUILD)/grpolab $(TEST_BIN) $(BUILD)/tests/kill_at_write.so
 	@fail=0; for t in $(TEST_BIN); do \
 	  echo "== $$t"; \
-	  GRPOLAB_BIN=$(BUILD)/grpolab OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $$t || fail=1; \
+	  GRPOLAB_BIN=$(BUILD)/grpolab GRPOLAB_KILL_LIB=$(BUILD)/tests/kill_at_write.so \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $$t || fail=1; \
 	done; \
 	if [ $$fail = 0 ]; then echo "make test: all test binaries passed ($(BUILD))"; \
 	else echo "make test: FAILURES ($(BUILD))"; exit 1; fi

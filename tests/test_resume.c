@@ -3,8 +3,9 @@
 // --resume changes no byte of the log or the checkpoint; --overwrite removes the checkpoint of
 // the run it replaces and a checkpoint of another run is refused; a run killed before its
 // first checkpoint restarts from step 0; SIGTERM ends the step, checkpoints and says how to go
-// on; and runs killed (SIGKILL) at random moments, resumed, give the log of the uninterrupted
-// run. Every run is on one thread, so the resumed logs equal bit for bit (docs/kernels.md).
+// on; and runs killed (SIGKILL) at random moments, or at chosen writes to their files (half
+// written or not), resumed, give the log of the uninterrupted run. Every run is on one
+// thread, so the resumed logs equal bit for bit (docs/kernels.md).
 #include <hdf5.h>
 #include <signal.h>
 #include <time.h>
@@ -106,12 +107,13 @@ static void cut_log(const char *path, int64_t keep_below) {
 }
 
 // ---------------------------------------------------------------- runs stopped from outside
-// Starts the CLI with args (stderr to errpath); returns its pid.
-static pid_t spawn_cli(const char *args, const char *errpath) {
+// Starts the CLI with args (stderr to errpath), with env ("NAME=value ..." or "") in front;
+// returns its pid.
+static pid_t spawn_cli_env(const char *env, const char *args, const char *errpath) {
     const char *bin = getenv("GRPOLAB_BIN");
     if (!bin) bin = "build/grpolab";
-    char cmd[2600];
-    snprintf(cmd, sizeof cmd, "exec %s %s >/dev/null 2>'%s'", bin, args, errpath);
+    char cmd[3200];
+    snprintf(cmd, sizeof cmd, "%s exec %s %s >/dev/null 2>'%s'", env, bin, args, errpath);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -120,6 +122,8 @@ static pid_t spawn_cli(const char *args, const char *errpath) {
     }
     return pid;
 }
+
+static pid_t spawn_cli(const char *args, const char *errpath) { return spawn_cli_env("", args, errpath); }
 
 static int wait_rc(pid_t pid) {
     int st = 0;
@@ -420,6 +424,16 @@ static void test_sigterm_checkpoints_and_says_how_to_go_on(void **state) {
     assert_same_logs(full, out);
 }
 
+// Starts the run of run_args at out again, as its user would: with --resume where the log
+// exists (a run killed before its log appeared left none). Fails unless it finishes.
+static void go_on(const char *out, const char *run_args) {
+    char args[2048], msg[8192];
+    cli_args(args, sizeof args, out, run_args);
+    if (exists(out)) strcat(args, " --resume");
+    int rc = tu_run_cli(args, msg, sizeof msg);
+    if (rc != 0) fail_msg("going on after the kills (%s): exit %d: %s", out, rc, msg);
+}
+
 // Runs killed with SIGKILL at moments drawn with a fixed seed over the length of a whole run
 // (so before the log exists, before the first checkpoint, mid-step and between), then started
 // again (--resume where the log exists) until they finish: each log equals the uninterrupted
@@ -458,18 +472,87 @@ static void test_kills_at_random_moments(void **state) {
                 fail_msg("exit %d before the kill: %s", rc, e2);
             }
         }
-        cli_args(args, sizeof args, out, KILL_RUN);
-        if (exists(out)) strcat(args, " --resume");
-        int rc = tu_run_cli(args, msg, sizeof msg);
-        if (rc == 2 && strstr(msg, "killed while creating its log")) {  // as the message says
-            printf("  %s", msg);
-            cli_args(args, sizeof args, out, KILL_RUN);
-            strcat(args, " --overwrite");
-            rc = tu_run_cli(args, msg, sizeof msg);
-        }
-        if (rc != 0) fail_msg("going on after the kills: exit %d: %s", rc, msg);
+        go_on(out, KILL_RUN);
         assert_same_logs(full, out);
     }
+}
+
+// The preloaded library that kills a run at a chosen write (tests/preload/kill_at_write.c),
+// or NULL (the test is then skipped) where it was not built and not asked for.
+static const char *kill_lib(void) {
+    const char *lib = getenv("GRPOLAB_KILL_LIB");
+    if (lib && !exists(lib)) fail_msg("GRPOLAB_KILL_LIB=%s does not exist", lib);
+    if (!lib) lib = "build/tests/kill_at_write.so";
+    return exists(lib) ? lib : NULL;
+}
+
+// Runs killed at the n-th write to a file (the log's, the log copies' and the checkpoints'
+// writes; kill_at_write.c), for n spread evenly over the writes of a whole run, every other
+// one cut half-way through the write, then started again until they finish: each log equals
+// the uninterrupted run's; every third one is killed again at a write of its --resume. A kill
+// in the middle of a flush is what a kill at a random moment rarely hits.
+// GRPOLAB_KILL_WRITES=N tries N writes instead of 24 (0: every write).
+static void test_kills_at_writes(void **state) {
+    const char *lib = kill_lib();
+    if (!lib) {
+        printf("  skipped: build/tests/kill_at_write.so not built (run it through make test)\n");
+        skip();
+    }
+    char full[160], args[2048], env[1024], errp[200], countp[200];
+    path_of(full, sizeof full, "writes_full.h5");
+    path_of(errp, sizeof errp, "writes.err");
+    path_of(countp, sizeof countp, "writes.count");
+    // sanitized builds want their runtime first among the preloaded libraries
+    const char *asan = getenv("ASAN_OPTIONS");
+    char asan_opt[600];
+    snprintf(asan_opt, sizeof asan_opt, "ASAN_OPTIONS='%s%sverify_asan_link_order=0'", asan ? asan : "",
+             asan && asan[0] ? ":" : "");
+    snprintf(env, sizeof env, "%s LD_PRELOAD='%s' GRPOLAB_COUNT_FILE='%s'", asan_opt, lib, countp);
+    cli_args(args, sizeof args, full, KILL_RUN);
+    assert_int_equal(wait_rc(spawn_cli_env(env, args, errp)), 0);
+    char *count = read_text(countp);
+    long total = atol(count);
+    free(count);
+    assert_true(total > 50);  // a run writes its log at every step
+    long tries = getenv("GRPOLAB_KILL_WRITES") ? atol(getenv("GRPOLAB_KILL_WRITES")) : 24;
+    if (tries <= 0 || tries > total) tries = total;
+    int torn = 0, finished = 0, again = 0;
+    for (long i = 0; i < tries; i++) {
+        long n = tries == total ? i + 1 : 1 + (2 * i + 1) * total / (2 * tries);
+        int half = (int)(i % 2);
+        char out[160], name[64];
+        snprintf(name, sizeof name, "writes%ld.h5", n);
+        path_of(out, sizeof out, name);
+        snprintf(env, sizeof env, "%s LD_PRELOAD='%s' GRPOLAB_KILL_AT=%ld GRPOLAB_KILL_HALF=%d",
+                 asan_opt, lib, n, half);
+        cli_args(args, sizeof args, out, KILL_RUN);
+        int rc = wait_rc(spawn_cli_env(env, args, errp));
+        if (rc != 137 && rc != 0) {
+            char *e = read_text(errp);
+            fail_msg("killed at write %ld of %ld: exit %d, not 137: %s", n, total, rc, e);
+        }
+        finished += rc == 0;
+        torn += half && rc == 137;
+        if (i % 3 == 2 && rc == 137 && exists(out)) {  // killed again while it goes on
+            long m = 1 + (i * 37) % (total / 2);
+            snprintf(env, sizeof env, "%s LD_PRELOAD='%s' GRPOLAB_KILL_AT=%ld", asan_opt, lib, m);
+            cli_args(args, sizeof args, out, KILL_RUN);
+            strcat(args, " --resume");
+            rc = wait_rc(spawn_cli_env(env, args, errp));
+            char *e = read_text(errp);
+            if (rc != 137 && rc != 0)
+                fail_msg("killed at write %ld, resumed and killed at its write %ld: exit %d: %s", n,
+                         m, rc, e);
+            free(e);
+            again += rc == 137;
+        }
+        go_on(out, KILL_RUN);
+        assert_same_logs(full, out);
+        remove(out);
+    }
+    printf("  killed at %ld of the run's %ld writes (%d of them half written; %d runs ended "
+           "first; %d killed again while resuming): each went on to the uninterrupted run's log\n",
+           tries, total, torn, finished, again);
 }
 
 int main(void) {
@@ -483,6 +566,7 @@ int main(void) {
         cmocka_unit_test(test_stored_config_says_what_was_used),
         cmocka_unit_test(test_sigterm_checkpoints_and_says_how_to_go_on),
         cmocka_unit_test(test_kills_at_random_moments),
+        cmocka_unit_test(test_kills_at_writes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

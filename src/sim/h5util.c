@@ -433,3 +433,72 @@ void h5_tmp_discard(hid_t f, const char *path) {
     (void)path;  // nothing was written under it
     if (f >= 0) H5Fclose(f);
 }
+
+// ---------------------------------------------------------------- copying a file
+int h5_copy_file(const char *what, const char *src, const char *dst,
+                 int (*finish)(const char *tmp, void *arg, char *err, size_t errlen), void *arg,
+                 char *err, size_t errlen) {
+    char *tmp = with_suffix(dst, ".tmp");
+    int in = -1, out = -1, ret = -1, made = 0;
+    enum { BUF = 1 << 20 };
+    char *buf = xmalloc(BUF);
+    if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+        set_err(err, errlen, "%s '%s': cannot read '%s': %s", what, dst, src, strerror(errno));
+        goto done;
+    }
+    if (unlink(tmp) != 0 && errno != ENOENT) {
+        set_err(err, errlen, "%s '%s': cannot remove the old '%s': %s", what, dst, tmp, strerror(errno));
+        goto done;
+    }
+    if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0) {
+        set_err(err, errlen, "%s '%s': cannot create '%s': %s", what, dst, tmp, strerror(errno));
+        goto done;
+    }
+    made = 1;
+    for (;;) {
+        ssize_t r = read(in, buf, BUF);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            set_err(err, errlen, "%s '%s': cannot read '%s': %s", what, dst, src, strerror(errno));
+            goto done;
+        }
+        if (r == 0) break;
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                set_err(err, errlen, "%s '%s': cannot write '%s': %s", what, dst, tmp,
+                        w < 0 ? strerror(errno) : "no progress");
+                goto done;
+            }
+            off += w;
+        }
+    }
+    if (fsync(out) != 0 && errno != EINVAL) {
+        set_err(err, errlen, "%s '%s': cannot sync '%s' to disk: %s", what, dst, tmp, strerror(errno));
+        goto done;
+    }
+    int c = close(out);
+    out = -1;
+    if (c != 0) {
+        set_err(err, errlen, "%s '%s': cannot finish writing '%s': %s", what, dst, tmp, strerror(errno));
+        goto done;
+    }
+    if (finish && finish(tmp, arg, err, errlen) != 0) goto done;
+    if (rename(tmp, dst) != 0) {
+        set_err(err, errlen, "%s '%s': cannot rename '%s' to it: %s", what, dst, tmp, strerror(errno));
+        goto done;
+    }
+    made = 0;
+    char *dir = dir_of(dst);  // make the rename itself durable (best effort)
+    sync_path(dir, 1);
+    free(dir);
+    ret = 0;
+done:
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+    if (made) unlink(tmp);
+    free(buf);
+    free(tmp);
+    return ret;
+}

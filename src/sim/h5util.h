@@ -96,4 +96,13 @@ int h5_tmp_commit(hid_t f, const char *what, const char *path, int replace, char
 // Closes f (if >= 0) without writing anything: after a failure while building it.
 void h5_tmp_discard(hid_t f, const char *path);
 
+// Copies the file src byte for byte to "<dst>.tmp", syncs it, lets finish (if not NULL) change
+// the copy (finish(tmp, arg, err, errlen): 0, or -1 with a message), then renames it over dst.
+// The caller holds the claim on dst (out_claim), so an existing temporary file is a dead
+// writer's and is replaced. On any failure the temporary file is removed and dst is
+// unchanged. -1 with "<what> '<dst>': <reason>".
+int h5_copy_file(const char *what, const char *src, const char *dst,
+                 int (*finish)(const char *tmp, void *arg, char *err, size_t errlen), void *arg,
+                 char *err, size_t errlen);
+
 #endif

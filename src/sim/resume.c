@@ -169,17 +169,21 @@ static int check_checkpoint_run(const char *ckpt_path, const char *out_path, con
     return 0;
 }
 
-int resume_check(const Config *cfg, const char *out_path, const char *ckpt_path,
+int resume_check(const Config *cfg, const char *log_path, const char *ckpt_path,
                  ResumePoint *rp, char *err, size_t errlen) {
-    char msg[1024];
+    char msg[1024], copy[4200];
     memset(rp, 0, sizeof *rp);
+    struct stat st;
+    // the log as of the checkpoint, where the writer left a copy (the log may be torn)
+    snprintf(copy, sizeof copy, "%s%s", log_path, RESUME_LOG_COPY_SUFFIX);
+    rp->from_copy = stat(copy, &st) == 0;
+    const char *out_path = rp->from_copy ? copy : log_path;
     // going on with other settings would mix two configs in one log
     int same = train_compare_run_config(out_path, cfg, 1, msg, sizeof msg);
-    struct stat st;
     if (same < 0 && stat(ckpt_path, &st) != 0 && errno == ENOENT)
-        // a run killed while its log was being created leaves a file that does not read
-        return set_err(err, errlen, "--resume: %s; and there is no checkpoint %s (was the run "
-                       "killed while creating its log?): start it again with --overwrite", msg, ckpt_path);
+        // nothing to go on from: no step of the run is saved anywhere
+        return set_err(err, errlen, "--resume: %s; and there is no checkpoint %s to go on from: "
+                       "start the run again with --overwrite", msg, ckpt_path);
     if (same != 0)
         return set_err(err, errlen, "--resume: %s%s", msg,
                        same > 0 ? " (resume with the settings and base model the run started with, or start a new run)" : "");
@@ -260,6 +264,11 @@ int resume_load(const char *ckpt_path, Model *m, char *err, size_t errlen) {
 
 RunLog *resume_open_log(const char *out_path, const Config *cfg, const ResumePoint *rp,
                         char *err, size_t errlen) {
+    char copy[4200];
+    snprintf(copy, sizeof copy, "%s%s", out_path, RESUME_LOG_COPY_SUFFIX);
+    if (rp->from_copy ? runlog_save_copy(copy, out_path, err, errlen) != 0
+                      : runlog_save_copy(out_path, copy, err, errlen) != 0)
+        return NULL;
     // nothing in the file changes before runlog_start_swmr but the stored config, set last
     RunLog *rl = runlog_open_resume(out_path, "step", rp->start_step, err, errlen);
     if (!rl) return NULL;

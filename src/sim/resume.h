@@ -18,10 +18,22 @@
 // init_fingerprint).
 void resume_fingerprint(Model *m, char hex[17]);
 
+// The files a train run keeps beside its log <log> while it runs:
+//   <log>.ckpt.h5      the checkpoint (resume_save_checkpoint)
+//   <log>.ckpt.log.h5  the log as of that checkpoint (runlog_save_copy): a closed copy saved
+//                      when the log is created and before every checkpoint, removed when the
+//                      run ends. A writer killed mid-flush can leave <log> itself unreadable;
+//                      --resume goes on from this copy, which holds every step the
+//                      checkpoint has.
+#define RESUME_CKPT_SUFFIX ".ckpt.h5"
+#define RESUME_LOG_COPY_SUFFIX ".ckpt.log.h5"
+
 // Where a resumed run goes on from (resume_check).
 typedef struct {
     int64_t start_step;    // steps done: the checkpoint's step, or 0 without a checkpoint
     int from_checkpoint;   // 0: no checkpoint yet (killed before the first): restart from step 0
+    int from_copy;         // 1: the checks read the log's copy (RESUME_LOG_COPY_SUFFIX), which
+                           // replaces the log before it is opened; 0: the log itself
     int64_t logged_steps;  // /train rows the log holds (those from start_step on are redone)
     char run_id[40];       // the log's run_id ("" for a log written without one)
 } ResumePoint;
@@ -36,13 +48,15 @@ typedef struct {
 // (a run killed before its first one) the run restarts from step 0, unless the log holds a
 // step a checkpoint was due at (then the checkpoint was removed: refused). 0, or -1 with a
 // message that starts "--resume: ".
+// Where the log's copy exists, every check reads the copy instead of the log.
 int resume_check(const Config *cfg, const char *out_path, const char *ckpt_path,
                  ResumePoint *rp, char *err, size_t errlen);
 // The checkpoint's parameters and AdamW state into m. 0, or -1 with a message.
 int resume_load(const char *ckpt_path, Model *m, char *err, size_t errlen);
-// The run log opened to go on at rp->start_step: its tables declared, cut back to the rows of
-// the steps before it, and its stored config set to cfg (after every check, so a refusal
-// leaves the config as it was). NULL with a message.
+// The run log opened to go on at rp->start_step: first replaced by its copy (rp->from_copy),
+// or, without a copy, copied (so a kill from here on leaves one); then its tables declared,
+// cut back to the rows of the steps before it, and its stored config set to cfg (after every
+// check, so a refusal leaves the config as it was). NULL with a message.
 RunLog *resume_open_log(const char *out_path, const Config *cfg, const ResumePoint *rp,
                         char *err, size_t errlen);
 

@@ -237,6 +237,7 @@ enum { ST_SETUP, ST_WRITING, ST_BROKEN };
 
 struct RunLog {
     char *path;
+    char *part;  // a new log's file until runlog_start_swmr renames it to path (else NULL)
     hid_t file;
     int state;
     int resume;
@@ -273,8 +274,21 @@ static int runlog_free(RunLog *rl) {
     if (h5_close(rl->file) != 0) r = -1;
     if (rl->claimed) out_release(rl->path);
     free(rl->path);
+    free(rl->part);
     free(rl);
     return r;
+}
+
+// A new log's file appears at its path, whole: renamed there from "<path>.part". 0, or -1
+// with a message.
+static int publish(RunLog *rl, char *err, size_t errlen) {
+    if (!rl->part) return 0;
+    if (rename(rl->part, rl->path) != 0)
+        return set_err(err, errlen, "run log '%s': cannot rename '%s' to it: %s", rl->path, rl->part,
+                       strerror(errno));
+    free(rl->part);
+    rl->part = NULL;
+    return 0;
 }
 
 static Table *find_table(const RunLog *rl, const char *name) {
@@ -312,17 +326,26 @@ static RunLog *create_impl(const char *path, int overwrite, char *err, size_t er
             goto fail;
         }
     }
-    if (overwrite && unlink(path) != 0 && errno != ENOENT) {
-        set_err(err, errlen, "cannot create run log '%s': cannot remove the old file: %s", path, strerror(errno));
+    // made beside path and renamed onto it (replacing an old log only now) once set up, so a
+    // process killed while it sets the file up leaves no log at path; an existing part file
+    // is a dead writer's (the claim is held)
+    char *part = xmalloc(strlen(path) + 6);
+    sprintf(part, "%s.part", path);
+    if (unlink(part) != 0 && errno != ENOENT) {
+        set_err(err, errlen, "cannot create run log '%s': cannot remove the old '%s': %s", path, part,
+                strerror(errno));
+        free(part);
         goto fail;
     }
-    if ((fapl = make_fapl()) < 0 || (f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
+    if ((fapl = make_fapl()) < 0 || (f = H5Fcreate(part, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
         set_err(err, errlen, "cannot create run log '%s' (HDF5: %s)", path, h5_msg(msg));
+        free(part);
         goto fail;
     }
     H5Pclose(fapl);
     RunLog *rl = xcalloc(1, sizeof *rl);
     rl->path = xstrdup(path);
+    rl->part = part;
     rl->file = f;
     rl->claimed = 1;
     rl->state = ST_SETUP;
@@ -340,6 +363,7 @@ static RunLog *create_impl(const char *path, int overwrite, char *err, size_t er
 h5fail:
     set_err(err, errlen, "cannot write root attribute '%s' of run log '%s' (HDF5: %s)", what, path,
             h5_msg(msg));
+    unlink(rl->part);
     runlog_free(rl);
     return NULL;
 fail:
@@ -780,6 +804,7 @@ int runlog_close(RunLog *rl, char *err, size_t errlen) {
     H5Quiet q = h5_quiet();
     int r = 0;
     if (rl->state != ST_BROKEN) r = flush_impl(rl, err, errlen);
+    if (publish(rl, r == 0 ? err : NULL, r == 0 ? errlen : 0) != 0) r = -1;
     char *path = xstrdup(rl->path);
     if (runlog_free(rl) != 0 && r == 0)
         r = set_err(err, errlen, "run log '%s': cannot close the file (HDF5: %s)", path,
@@ -827,6 +852,7 @@ static int start_impl(RunLog *rl, char *err, size_t errlen) {
                 h5_msg(msg));
         return broken(rl, err, errlen);
     }
+    if (publish(rl, err, errlen) != 0) return broken(rl, err, errlen);
     rl->state = ST_WRITING;
     return 0;
 }
@@ -1068,6 +1094,40 @@ static hid_t open_rdwr(const char *path, char *err, size_t errlen) {
     }
     H5Pclose(fapl);
     return f;
+}
+
+// h5_copy_file's finish of runlog_save_copy: the copy's "open for writing" mark cleared (as
+// h5clear -s does) and its format checked.
+static int finish_copy(const char *tmp, void *arg, char *err, size_t errlen) {
+    const char *dst = arg;
+    char msg[H5MSG_LEN];
+    hbool_t clear = 1;
+    hid_t fapl = make_fapl(), f = -1;
+    if (fapl < 0 || H5Pset(fapl, "clear_status_flags", &clear) < 0 ||
+        (f = H5Fopen(tmp, H5F_ACC_RDWR, fapl)) < 0) {
+        set_err(err, errlen, "cannot copy run log to '%s': the copy '%s' does not open (HDF5: %s)",
+                dst, tmp, h5_msg(msg));
+        h5_close(fapl);
+        return -1;
+    }
+    H5Pclose(fapl);
+    int r = check_format(dst, f, err, errlen);
+    if (H5Fclose(f) < 0 && r == 0)
+        r = set_err(err, errlen, "cannot copy run log to '%s': cannot close the copy '%s' (HDF5: %s)",
+                    dst, tmp, h5_msg(msg));
+    return r;
+}
+
+int runlog_save_copy(const char *src, const char *dst, char *err, size_t errlen) {
+    H5Quiet q = h5_quiet();
+    int r = h5_copy_file("cannot copy run log to", src, dst, finish_copy, (void *)dst, err, errlen);
+    h5_loud(q);
+    return r;
+}
+
+int runlog_keep_copy(RunLog *rl, const char *dst, char *err, size_t errlen) {
+    if (runlog_flush(rl, err, errlen) != 0) return -1;
+    return runlog_save_copy(rl->part ? rl->part : rl->path, dst, err, errlen);
 }
 
 static RunLog *resume_impl(const char *path, const char *key_col, int64_t keep_below, char *err,

@@ -93,7 +93,10 @@ typedef struct {
 typedef struct RunLog RunLog;
 
 // Creates a new run log at path. An existing path is an error unless overwrite (then it is
-// replaced). The parent directory must exist.
+// replaced). The parent directory must exist. The file is made as "<path>.part" and renamed
+// onto path by runlog_start_swmr (or runlog_close), so path never holds a log cut short while
+// it was set up (a process killed then leaves only the part file, which the next create
+// replaces); an old log at path is replaced only then.
 RunLog *runlog_create(const char *path, int overwrite, char *err, size_t errlen);
 
 // Root attributes (replacing one of the same name); only before runlog_start_swmr. The names
@@ -158,6 +161,20 @@ RunLog *runlog_open_resume(const char *path, const char *key_col, int64_t keep_b
 // Rows of table: written + buffered (on resume, before runlog_start_swmr: the rows that will
 // be kept). -1 if the table is not declared (on resume: not in the file).
 int64_t runlog_rows(const RunLog *rl, const char *table);
+
+// A writer killed in the middle of a flush can leave its log unreadable, the rows of long
+// before included: HDF5 changes chunk indices and dataset sizes in place, and a flush cut
+// short leaves them half written. A writer that must survive being killed therefore keeps a
+// copy of the log as of a moment it chose (after runlog_flush) and goes on from the copy.
+// runlog_save_copy copies the log at src byte for byte to dst, clears the copy's "open for
+// writing" mark (it then reads with any HDF5 tool), checks that it opens as a run log, and
+// renames it into place: dst is always a whole copy of one flushed state, never a partial
+// one. The caller holds the claim on dst (h5util.h out_claim). Copying a copy back onto the
+// log is the same call.
+int runlog_save_copy(const char *src, const char *dst, char *err, size_t errlen);
+// runlog_flush, then runlog_save_copy of rl's file (a new log before runlog_start_swmr
+// included: its tables declared, no rows) to dst.
+int runlog_keep_copy(RunLog *rl, const char *dst, char *err, size_t errlen);
 
 // ---------------------------------------------------------------- reading
 // Opens a run log read-only; a log that is being written (SWMR) or whose writer died is fine.

@@ -18,6 +18,7 @@
 #include "../analysis/runs.h"
 #include "../common.h"
 #include "cli.h"
+#include "resume.h"
 #include "sweep.h"
 #include "train.h"
 
@@ -26,12 +27,20 @@ typedef enum { RUN_NEW, RUN_COMPLETE, RUN_RESUME, RUN_RESTART, RUN_REFUSED } Run
 static const char *const STATE_NAME[] = {"new", "complete (kept)", "resumes from its checkpoint",
                                          "trains again (no checkpoint yet)", "REFUSED"};
 
-// The state of run i whose resolved config is c; msg says why where it is refused.
+// path + suffix, malloc'd.
+static char *path_with(const char *path, const char *suffix) {
+    char *p = xmalloc(strlen(path) + strlen(suffix) + 1);
+    sprintf(p, "%s%s", path, suffix);
+    return p;
+}
+
+// The state of run i whose resolved config is c; msg says why where it is refused. The config
+// is read from the log's copy where a killed run left one (its log may be torn).
 static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, size_t msglen) {
-    char *path = sweep_run_path(s, i);
+    char *path = sweep_run_path(s, i), *copy = path_with(path, RESUME_LOG_COPY_SUFFIX);
     RunState st = RUN_NEW;
     if (access(path, F_OK) == 0) {
-        int same = train_compare_run_config(path, c, 0, msg, msglen);
+        int same = train_compare_run_config(access(copy, F_OK) == 0 ? copy : path, c, 0, msg, msglen);
         if (same != 0) {
             if (same < 0) {
                 size_t n = strlen(msg);
@@ -43,12 +52,12 @@ static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, siz
             Run *r = run_load(path, err, sizeof err);
             int complete = r && run_complete(r);
             run_free(r);
-            char *ckpt = xmalloc(strlen(path) + 9);
-            sprintf(ckpt, "%s.ckpt.h5", path);
+            char *ckpt = path_with(path, RESUME_CKPT_SUFFIX);
             st = complete ? RUN_COMPLETE : access(ckpt, F_OK) == 0 ? RUN_RESUME : RUN_RESTART;
             free(ckpt);
         }
     }
+    free(copy);
     free(path);
     return st;
 }

@@ -146,6 +146,7 @@ typedef struct {
     RunLog *rl;
     const char *out_path;
     char ckpt_path[4096];
+    char copy_path[4096]; // the log as of the checkpoint (resume.h RESUME_LOG_COPY_SUFFIX)
     int64_t start_step; // steps done before this call (a resumed run's checkpoint)
     ResumePoint rp;     // with resume: where the run goes on from
     char run_id[40];    // the log's run_id, stored in its checkpoints
@@ -163,7 +164,8 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
     if (train_settings(cfg, &t->S, &t->oc, err, errlen) != 0) return 2;
     if (dp_check(t->S.P, err, errlen) != 0) return 2;
     t->opt = setup_adamw(cfg);
-    snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s.ckpt.h5", out_path);
+    snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s%s", out_path, RESUME_CKPT_SUFFIX);
+    snprintf(t->copy_path, sizeof t->copy_path, "%s%s", out_path, RESUME_LOG_COPY_SUFFIX);
     if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
         set_err(err, errlen, "train.init: %s", msg);
         return 2;
@@ -237,14 +239,15 @@ static void new_run_id(char id[40]) {
     snprintf(id, 40, "%016llx", (unsigned long long)h);
 }
 
-// Removes the files a run at out_path keeps beside its log (its checkpoint and a dead
-// writer's temporary checkpoint): a new log never goes on with another run's weights. 0, or
-// -1 with a message.
-static int remove_companions(const char *ckpt_path, char *err, size_t errlen) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", ckpt_path);
-    const char *files[] = {ckpt_path, tmp};
-    for (int i = 0; i < 2; i++) {
+// Removes the files a run keeps beside its log (its checkpoint, the log's copy and a dead
+// writer's temporary files of both): a new log never goes on with another run's weights. 0,
+// or -1 with a message.
+static int remove_companions(const Trainer *t, char *err, size_t errlen) {
+    char tmp[4200], copy_tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", t->ckpt_path);
+    snprintf(copy_tmp, sizeof copy_tmp, "%s.tmp", t->copy_path);
+    const char *files[] = {t->ckpt_path, tmp, t->copy_path, copy_tmp};
+    for (int i = 0; i < 4; i++) {
         if (unlink(files[i]) == 0) {
             fprintf(stderr, "train: removed %s (of the run this log replaces)\n", files[i]);
         } else if (errno != ENOENT) {
@@ -276,26 +279,40 @@ static int trainer_open_log(Trainer *t, const Config *cfg, const char *out_path,
         char init_fp[17];
         resume_fingerprint(t->m, init_fp);  // m holds train.init's weights here
         new_run_id(t->run_id);
-        if (remove_companions(t->ckpt_path, err, errlen) != 0) return 1;
+        if (remove_companions(t, err, errlen) != 0) return 1;
         t->rl = trainlog_create(out_path, t->overwrite, cfg, &t->oc, &t->S, backend_name(t->bk->kind),
                                 &t->mc, init_fp, t->run_id, err, errlen);
         if (!t->rl) return 1;
         t->created = 1;
         if (trainlog_declare(t->rl, t->S.compare.n > 0, err, errlen) != 0) return 1;
+        // the copy a run killed before its first checkpoint goes on from, saved before the
+        // log appears at out_path (runlog_start_swmr): a log there always has its copy
+        if (runlog_keep_copy(t->rl, t->copy_path, err, errlen) != 0) return 1;
     }
     return runlog_start_swmr(t->rl, err, errlen) == 0 ? 0 : 1;
 }
 
-// Closes the log (a failure turns rc 0 into 1) and frees the models and the backend. A new
-// run that failed before its first step leaves no log: it holds nothing to go on from, and
-// the corrected run must not be refused as "already exists".
+// The log's copy, then the checkpoint after `done` steps (rank 0; the log is flushed up to
+// there): the copy first, so that the copy on disk always holds every step of the
+// checkpoint on disk. 0, or -1 with a message.
+static int save_checkpoint(Trainer *t, const Config *cfg, int done, char *err, size_t errlen) {
+    if (runlog_keep_copy(t->rl, t->copy_path, err, errlen) != 0) return -1;
+    return resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, t->run_id, err, errlen);
+}
+
+// Closes the log (a failure turns rc 0 into 1) and frees the models and the backend. A run
+// that ended and closed its log needs no copy of it. A new run that failed before its first
+// step leaves no log: it holds nothing to go on from, and the corrected run must not be
+// refused as "already exists".
 static int trainer_close(Trainer *t, int rc) {
     char err[1024];
     int empty = t->rl && t->created && rc != 0 && runlog_rows(t->rl, "train") <= 0;
+    int had_log = t->rl != NULL;
     if (t->rl && runlog_close(t->rl, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         if (rc == 0) rc = 1;
     }
+    if (had_log && (rc == 0 || empty)) unlink(t->copy_path);
     if (empty && unlink(t->out_path) == 0)
         fprintf(stderr, "train: removed %s: the run stopped before its first step\n", t->out_path);
     free(t->params);
@@ -502,9 +519,7 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
         if (dist_rank() == 0) print_step(S, &row, wall_time() - t_run, steps_run);
         int done = step + 1;  // the log is flushed up to this step before the checkpoint
         if ((S->checkpoint_every > 0 && done % S->checkpoint_every == 0) || done == S->steps) {
-            if (dist_rank() == 0 &&
-                resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, done, t->run_id, err, sizeof err) != 0)
-                rc = 1;
+            if (dist_rank() == 0 && save_checkpoint(t, cfg, done, err, sizeof err) != 0) rc = 1;
             saved = 1;
         }
         rc = agree(rc, err);
@@ -517,8 +532,7 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     } else if (rc == 0 && stop_signal) {
         // every draw is keyed by (run.seed, step): a checkpoint after any step goes on exactly
         rc = 128 + stop_signal;
-        if (!saved && resume_save_checkpoint(t->ckpt_path, t->m, cfg, t->tk, step, t->run_id, err,
-                                             sizeof err) != 0) {
+        if (!saved && save_checkpoint(t, cfg, step, err, sizeof err) != 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);
         } else if (steps_run > 0 || !t->created) {
             fprintf(stderr, "train: stopped by signal %d after step %d (logged and checkpointed)\n",
