@@ -1,15 +1,21 @@
-// Do cpu_ops.c's own attention products keep this machine's OpenBLAS numbers? Runs the
-// attention forward and backward (4 heads on 2 KV heads, head sizes 32 and 64, 2 sequences
-// of every length L from 1 to 384, random inputs) with the own products and with OpenBLAS
-// for every product, and counts the outputs that differ in any bit. Where none differs,
-// runs keep the numbers they had before the own products (docs/kernels.md). `make
-// blas-order` builds and runs it; exit status 1 if any output differs.
+// Two properties of this machine's OpenBLAS that grpolab's numbers rest on (docs/kernels.md,
+// "Determinism"); `make blas-order` builds and runs this, exit status 1 if either fails.
+// 1. Do cpu_ops.c's own attention products keep OpenBLAS's numbers? Runs the attention
+//    forward and backward (4 heads on 2 KV heads, head sizes 32 and 64, 2 sequences of every
+//    length L from 1 to 384, random inputs) with the own products and with OpenBLAS for every
+//    product, and counts the outputs that differ in any bit. Where none differs, runs keep
+//    the numbers they had before the own products.
+// 2. Does a row of the decode's products C = A W^T (kn_matmul_forward, on the shapes of the
+//    base model of experiments/base: d_model 128, 2 KV heads of 32, d_ff 344, 58 tokens) have
+//    the same bits for every row count from SAMPLER_MIN_ROWS up? The sampler compacts its
+//    decode batch down to that many rows, and a response is the full batch's only if so.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu_ops.h"
 #include "kernels/kernels.h"
+#include "sim/sampler.h"
 
 static unsigned long long rng = 88172645463325252ull;
 static float uniform(float lo, float hi) {
@@ -70,6 +76,29 @@ int main(void) {
 #endif
     printf(differ[0] + differ[1] ? "blas-order: the own products change this machine's numbers\n"
                                   : "blas-order: the own products keep this machine's OpenBLAS numbers\n");
+    // 2. the decode's row counts: each M against the product of all Mmax rows
+    const int shapes[][2] = {{64, 128}, {128, 128}, {344, 128}, {128, 344}, {58, 128}}, Mmax = 256;
+    long rows_differ = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int OC = shapes[s][0], C = shapes[s][1], floor = 0;
+        float *A = malloc(sizeof(float) * Mmax * C), *W = malloc(sizeof(float) * OC * C);
+        float *all = malloc(sizeof(float) * Mmax * OC), *part = malloc(sizeof(float) * Mmax * OC);
+        for (int i = 0; i < Mmax * C; i++) A[i] = uniform(-2, 2);
+        for (int i = 0; i < OC * C; i++) W[i] = uniform(-0.2f, 0.2f);
+        kn_matmul_forward(bk, all, A, W, Mmax, C, OC);
+        for (int M = 1; M < Mmax; M++) {
+            kn_matmul_forward(bk, part, A, W, M, C, OC);
+            if (memcmp(part, all, sizeof(float) * (size_t)M * OC) == 0) continue;
+            floor = M + 1;  // the row counts that round as the whole batch start above M
+            if (M >= SAMPLER_MIN_ROWS) rows_differ++;
+        }
+        printf("decode product %d x %d: rows of every count from %d to %d equal those of %d rows\n",
+               OC, C, floor ? floor : 1, Mmax - 1, Mmax);
+        free(A), free(W), free(all), free(part);
+    }
+    printf(rows_differ ? "blas-order: a decode batch of %d rows or more can round otherwise than the full batch\n"
+                       : "blas-order: decode batches of %d rows or more round as the full batch\n",
+           SAMPLER_MIN_ROWS);
     backend_destroy(bk);
-    return differ[0] + differ[1] ? 1 : 0;
+    return differ[0] + differ[1] + rows_differ ? 1 : 0;
 }
