@@ -100,7 +100,7 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
     uint64_t *d_ctr = bk_alloc(bk, (size_t)n * sizeof(uint64_t));
     uint64_t *ctr = xmalloc((size_t)n * sizeof(uint64_t));
     // Row r of the decode batch holds sequence seq[r] (-1: an empty row). Rows start as the
-    // sequences; once half of the rows have stopped, the batch is compacted (see below).
+    // sequences; once an eighth of the rows have stopped, the batch is compacted (below).
     int *tok = xmalloc((size_t)n * sizeof(int)), *active = xmalloc((size_t)n * sizeof(int));
     int *seq = xmalloc((size_t)n * sizeof(int)), *row_on = xmalloc((size_t)n * sizeof(int));
     float *lp = xmalloc((size_t)n * sizeof(float));
@@ -178,11 +178,12 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
             free(pk->tok);
             free(pk->row);
         } else if (!sc->no_compact) {
-            // Once half of the rows have stopped, the running sequences move to the front and
-            // the batch shrinks to them, but not below SAMPLER_MIN_ROWS rows: a small row count
-            // can make sgemm round a row otherwise, and above it a response is that of the full
-            // batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
-            if (B > SAMPLER_MIN_ROWS && n_active <= B / 2) {
+            // Once an eighth of the rows have stopped, the running sequences move to the front
+            // and the batch shrinks to them, but not below SAMPLER_MIN_ROWS rows: a small row
+            // count can make sgemm round a row otherwise, and above it a response is that of
+            // the full batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
+            // Moving the rows copies their KV cache, so not at every stop.
+            if (B > SAMPLER_MIN_ROWS && n_active <= B - B / 8) {
                 int nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
                 rows_to_front(m, seq, tok, row_on, running_rows(seq, active, B, row_on), nb);
                 B = nb;
