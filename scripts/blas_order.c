@@ -5,10 +5,11 @@
 //    length L from 1 to 384, random inputs) with the own products and with OpenBLAS for every
 //    product, and counts the outputs that differ in any bit. Where none differs, runs keep
 //    the numbers they had before the own products.
-// 2. Does a row of the decode's products C = A W^T (kn_matmul_forward, on the shapes of the
-//    base model of experiments/base: d_model 128, 2 KV heads of 32, d_ff 344, 58 tokens) have
-//    the same bits for every row count from SAMPLER_MIN_ROWS up? The sampler compacts its
-//    decode batch down to that many rows, and a response is the full batch's only if so.
+// 2. Does a row of the products C = A W^T (kn_matmul_forward, on the shapes of the base model
+//    of experiments/base: d_model 128, 2 KV heads of 32, d_ff 344, 58 tokens) have the same
+//    bits for every row count from SAMPLER_MIN_ROWS up (each count 1..255, and 512 to 6144
+//    rows, against 8192)? The sampler compacts its decode batch down to that many rows and
+//    prefills each distinct prompt once, and a response is the full batch's only if so.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,28 +77,31 @@ int main(void) {
 #endif
     printf(differ[0] + differ[1] ? "blas-order: the own products change this machine's numbers\n"
                                   : "blas-order: the own products keep this machine's OpenBLAS numbers\n");
-    // 2. the decode's row counts: each M against the product of all Mmax rows
-    const int shapes[][2] = {{64, 128}, {128, 128}, {344, 128}, {128, 344}, {58, 128}}, Mmax = 256;
+    // 2. row counts: each M against the product of all Mmax rows
+    const int shapes[][2] = {{64, 128}, {128, 128}, {344, 128}, {128, 344}, {58, 128}}, Mmax = 8192;
+    const int large[] = {512, 1000, 2048, 4096, 6144};
     long rows_differ = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int OC = shapes[s][0], C = shapes[s][1], floor = 0;
+        int OC = shapes[s][0], C = shapes[s][1], floor = 0, bad = 0;
         float *A = malloc(sizeof(float) * Mmax * C), *W = malloc(sizeof(float) * OC * C);
         float *all = malloc(sizeof(float) * Mmax * OC), *part = malloc(sizeof(float) * Mmax * OC);
         for (int i = 0; i < Mmax * C; i++) A[i] = uniform(-2, 2);
         for (int i = 0; i < OC * C; i++) W[i] = uniform(-0.2f, 0.2f);
         kn_matmul_forward(bk, all, A, W, Mmax, C, OC);
-        for (int M = 1; M < Mmax; M++) {
+        for (int i = 1; i < 256 + (int)(sizeof large / sizeof large[0]); i++) {
+            int M = i < 256 ? i : large[i - 256];
             kn_matmul_forward(bk, part, A, W, M, C, OC);
             if (memcmp(part, all, sizeof(float) * (size_t)M * OC) == 0) continue;
-            floor = M + 1;  // the row counts that round as the whole batch start above M
-            if (M >= SAMPLER_MIN_ROWS) rows_differ++;
+            if (M < 256) floor = M + 1;  // the row counts that round as the whole batch start above M
+            if (M >= SAMPLER_MIN_ROWS) bad++;
         }
-        printf("decode product %d x %d: rows of every count from %d to %d equal those of %d rows\n",
-               OC, C, floor ? floor : 1, Mmax - 1, Mmax);
+        printf("product %d x %d: rows of every count from %d to 255 equal those of %d rows; of the "
+               "counts from %d up, %d round otherwise\n", OC, C, floor ? floor : 1, Mmax, SAMPLER_MIN_ROWS, bad);
+        rows_differ += bad;
         free(A), free(W), free(all), free(part);
     }
-    printf(rows_differ ? "blas-order: a decode batch of %d rows or more can round otherwise than the full batch\n"
-                       : "blas-order: decode batches of %d rows or more round as the full batch\n",
+    printf(rows_differ ? "blas-order: a product of %d rows or more can round a row otherwise than a larger one\n"
+                       : "blas-order: products of %d rows or more round each row as a larger one\n",
            SAMPLER_MIN_ROWS);
     backend_destroy(bk);
     return differ[0] + differ[1] + rows_differ ? 1 : 0;
