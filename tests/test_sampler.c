@@ -237,6 +237,52 @@ static void test_compaction_matches_full_batch(void **state) {
     free(pl);
 }
 
+// The n prompts pr (lengths pl, T wide) generated with the prefill sharing repeated prompts
+// (share 1) or running every row (0).
+static void generate_sharing(int share, const SamplerConfig *sc, const int *pr, const int *pl,
+                             int n, int T, Generation *g) {
+    generation_alloc(g, n, sc->max_new_tokens);
+    model_prefill_share_prompts(share);
+    sampler_generate(model, sc, pr, pl, n, T, 700, g);
+    model_prefill_share_prompts(1);
+}
+
+// Groups of responses share their prompt: the prefill runs each distinct prompt once and
+// copies its keys, values and last residual to the rows that repeat it (model.c). Every
+// response, flag and logp is the one of a prefill of every row, bit for bit, at temperature
+// 1 with an environment and greedily, on one thread and on two, with the groups' rows in
+// order and interleaved.
+static void test_shared_prompts_match_every_row(void **state) {
+    enum { G = 8, NP = 9, NB = G * NP, TB = 7, BUDGET_C = 30 };
+    int *pr = xmalloc(NB * TB * sizeof(int)), *pl = xmalloc(NB * sizeof(int));
+    int *one = xmalloc(NP * TB * sizeof(int)), *one_len = xmalloc(NP * sizeof(int));
+    batch_prompts(one, one_len, NP, TB);
+    int saved = omp_get_max_threads();
+    // runs: rows in groups or interleaved, x 1 or 2 threads, x temperature 1 or greedy
+    for (int run = 0; run < 8; run++) {
+        int interleaved = run >> 2, threads = 1 + ((run >> 1) & 1), greedy = run & 1;
+        for (int i = 0; i < NB; i++) {  // row i repeats prompt p: in groups, or p = i mod NP
+            int p = interleaved ? i % NP : i / G;
+            memcpy(pr + (size_t)i * TB, one + (size_t)p * TB, TB * sizeof(int));
+            pl[i] = one_len[p];
+        }
+        SamplerConfig sc = batch_sampler(greedy, BUDGET_C);
+        Generation shared, every;
+        omp_set_num_threads(threads);
+        generate_sharing(1, &sc, pr, pl, NB, TB, &shared);
+        generate_sharing(0, &sc, pr, pl, NB, TB, &every);
+        assert_same_generation(&shared, &every, NB, BUDGET_C);
+        generation_free(&shared);
+        generation_free(&every);
+    }
+    omp_set_num_threads(saved);
+    printf("  %d prompts x %d rows, in groups and interleaved, 1 and 2 threads: the same responses\n", NP, G);
+    free(pr);
+    free(pl);
+    free(one);
+    free(one_len);
+}
+
 // A decode batch whose KV cache outgrows SamplerConfig.split_bytes runs on as two halves,
 // one after the other (sampler.c): with a budget of one byte every batch of 64 running rows
 // or more splits, and every response, flag and logp is the unsplit batch's bit for bit, at
@@ -359,6 +405,7 @@ int main(void) {
         cmocka_unit_test(test_compaction_matches_full_batch),
         cmocka_unit_test(test_threads_match_one_batch),
         cmocka_unit_test(test_split_matches_whole_batch),
+        cmocka_unit_test(test_shared_prompts_match_every_row),
         cmocka_unit_test(test_budget_check),
         cmocka_unit_test(test_nonfinite_logits),
     };

@@ -721,32 +721,90 @@ static void head_logits(Model *m, float *logits, const float *x, int B) {
     kn_matmul_forward(m->bk, logits, ln, head_param(m->params, m), B, c->d_model, c->vocab_size);
 }
 
+// Which rows of a prefill batch repeat an earlier row's prompt (the same length and tokens; a
+// group's responses share one): of[b] is row b's distinct prompt, numbered in the order they
+// first appear, and rep[u] the first row with prompt u. Returns the number of distinct prompts.
+static int distinct_prompts(const int *tokens, const int *lengths, int B, int T, int *of, int *rep) {
+    int n = 0;
+    for (int b = 0; b < B; b++) {
+        int u = 0;
+        for (; u < n; u++) {
+            int r = rep[u];
+            if (lengths[r] == lengths[b] &&
+                memcmp(tokens + (size_t)r * T, tokens + (size_t)b * T, (size_t)lengths[b] * sizeof(int)) == 0)
+                break;
+        }
+        if (u == n) rep[n++] = b;
+        of[b] = u;
+    }
+    return n;
+}
+
+static int share_prompts = 1;
+void model_prefill_share_prompts(int on) { share_prompts = on; }
+
 void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T, float *logits) {
     if (B > m->kv_B) die("model_prefill: batch %d larger than the KV cache (%d)", B, m->kv_B);
-    prepare_batch(m, tokens, NULL, lengths, B, T);
-    forward_trunk(m);
     const ModelConfig *c = &m->cfg;
     int KW = c->n_kv_heads * m->head_dim, C = c->d_model;
-    size_t N = (size_t)B * T;
-    for (int b = 0; b < B; b++) m->h_scratch[b] = 0;
-    bk_upload(m->bk, m->d_store_start, m->h_scratch, (size_t)B * sizeof(int));
-    bk_upload(m->bk, m->d_store_count, lengths, (size_t)B * sizeof(int));
+    // On the CPU each distinct prompt goes through the trunk once, and the rows that repeat it
+    // take its keys, values and last residual. A row's numbers do not depend on the other rows
+    // of the trunk's products (with 32 rows or more: the row-count property of docs/kernels.md,
+    // "Determinism", which `make blas-order` checks), so every row gets the full batch's bits.
+    // The head runs on all B rows, as before.
+    int *of = xmalloc((size_t)B * sizeof(int)), *rep = xmalloc((size_t)B * sizeof(int));
+    int n = m->bk->kind == BACKEND_CPU && share_prompts ? distinct_prompts(tokens, lengths, B, T, of, rep) : B;
+    if (n == B || (size_t)n * T < 32) {
+        n = B;
+        for (int b = 0; b < B; b++) of[b] = rep[b] = b;
+    }
+    int *tok_u = NULL, *len_u = NULL;
+    if (n < B) {
+        tok_u = xmalloc((size_t)n * T * sizeof(int));
+        len_u = xmalloc((size_t)n * sizeof(int));
+        for (int u = 0; u < n; u++) {
+            memcpy(tok_u + (size_t)u * T, tokens + (size_t)rep[u] * T, (size_t)T * sizeof(int));
+            len_u[u] = lengths[rep[u]];
+        }
+    }
+    const int *len = n < B ? len_u : lengths;
+    prepare_batch(m, n < B ? tok_u : tokens, NULL, len, n, T);
+    forward_trunk(m);
+    size_t N = (size_t)n * T;
+    for (int u = 0; u < n; u++) m->h_scratch[u] = 0;
+    bk_upload(m->bk, m->d_store_start, m->h_scratch, (size_t)n * sizeof(int));
+    bk_upload(m->bk, m->d_store_count, len, (size_t)n * sizeof(int));
     for (int l = 0; l < c->n_layers; l++) {
         kn_kv_store(m->bk, m->kcache[l], m->act[ACT_K] + (size_t)l * N * KW, m->d_store_start,
-                    m->d_store_count, B, T, c->max_seq_len, KW);
+                    m->d_store_count, n, T, c->max_seq_len, KW);
         kn_kv_store(m->bk, m->vcache[l], m->act[ACT_V] + (size_t)l * N * KW, m->d_store_start,
-                    m->d_store_count, B, T, c->max_seq_len, KW);
+                    m->d_store_count, n, T, c->max_seq_len, KW);
+    }
+    // cache rows 0..n-1 hold the distinct prompts; row b takes prompt of[b] <= b, from the last
+    // row down, so no prompt's row is overwritten before the rows that repeat it read it
+    size_t row = (size_t)c->max_seq_len * KW;
+    for (int b = B - 1; b >= 0; b--) {
+        if (of[b] == b) continue;
+        size_t bytes = (size_t)lengths[b] * KW * sizeof(float);
+        for (int l = 0; l < c->n_layers; l++) {
+            bk_copy(m->bk, m->kcache[l] + (size_t)b * row, m->kcache[l] + (size_t)of[b] * row, bytes);
+            bk_copy(m->bk, m->vcache[l] + (size_t)b * row, m->vcache[l] + (size_t)of[b] * row, bytes);
+        }
     }
     // the residual stream at each sequence's last prompt token -> logits
     float *x_last = m->dec_act[DEC_X];
     const float *x_final = m->act[ACT_RESID] + (size_t)c->n_layers * N * C;
     for (int b = 0; b < B; b++) {
-        bk_copy(m->bk, x_last + (size_t)b * C, x_final + ((size_t)b * T + lengths[b] - 1) * C,
+        bk_copy(m->bk, x_last + (size_t)b * C, x_final + ((size_t)of[b] * T + lengths[b] - 1) * C,
                 (size_t)C * sizeof(float));
         m->kv_len[b] = lengths[b];
     }
     m->dec_B = B;
     head_logits(m, logits, x_last, B);
+    free(of);
+    free(rep);
+    free(tok_u);
+    free(len_u);
 }
 
 void model_decode_step(Model *m, const int *tokens, const int *active, float *logits) {

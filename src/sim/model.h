@@ -119,8 +119,12 @@ double model_adamw_step(Model *m, const AdamWConfig *opt);
 void model_kv_alloc(Model *m, int B);
 // Runs the prompts tokens (B,T) (host, right-padded, lengths (B) >= 1) through the
 // model, fills the cache, and writes the next-token logits of each sequence's last
-// prompt token to logits (B,V) (device array).
+// prompt token to logits (B,V) (device array). On the CPU a prompt that several rows
+// repeat (a group's responses) goes through the model once, with the same numbers.
 void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T, float *logits);
+// For the tests: 0 makes model_prefill run every row through the model, repeated prompts
+// included (1, the default: each distinct prompt once).
+void model_prefill_share_prompts(int on);
 // Appends one token per sequence of the last prefill's batch B (host array (B); active (B)
 // host flags or NULL for all: inactive sequences are left untouched and their logits rows
 // are meaningless) at the sequence's next position and writes the next-token logits (B,V)
