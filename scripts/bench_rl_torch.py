@@ -250,7 +250,8 @@ def main():
         for i, (pl, rl) in enumerate(zip(plen, rlen)):
             n = pl + rl - 1
             tot["seq"] += n
-            tot["fro"] += flops(C, L, N_mm, n)
+            # the rollout's count: a group's prompt once, then each response (bench_rl.c)
+            tot["fro"] += flops(C, L, N_mm, n) - (0 if i % G == 0 else flops(C, L, N_mm, pl))
             tot["fup"] += (3 if i in first else 4) * flops(C, L, N_mm, n)
     print(f"RESULT impl=torch mode={'forced' if a.forced else 'own'} threads={a.threads} steps={len(keys)} "
           f"gen_tokens={tot['gen']:.0f} seq_tokens={tot['seq']:.0f} rollout_s={tot['ro']:.4f} "

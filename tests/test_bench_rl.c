@@ -34,23 +34,26 @@ static void run_bench(const char *extra, const char *lengths, const char **keys,
     assert_true(found);
 }
 
-// Sums over the lengths file's responses: generated tokens, processed positions and the
+// Sums over the lengths file's responses: generated tokens, processed positions, the
 // forward FLOPs of those positions (2 per weight of a matrix product, the tied output head
-// once, plus 4 * L * C per attended key).
-static int read_lengths(const char *path, double *gen, double *seq, double *flops, int *lens,
-                        double *fmin, double *fmax) {
+// once, plus 4 * L * C per attended key), and the rollout's FLOPs: the same with each
+// group's prompt once (its G responses, consecutive in the file, share it).
+static int read_lengths(const char *path, double *gen, double *seq, double *flops, double *rollout,
+                        int *lens, double *fmin, double *fmax) {
     double Nmm = L * ((double)C * C + 2.0 * C * (NKV * C / NH) + (double)C * C + 3.0 * C * FF) + (double)V * C;
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     int s, pl, rl, n = 0;
-    *gen = *seq = *flops = 0;
+    *gen = *seq = *flops = *rollout = 0;
     *fmin = INFINITY;
     *fmax = 0;
     while (fscanf(f, "%d %d %d", &s, &pl, &rl) == 3) {
         double pos = pl + rl - 1, fl = pos * 2 * Nmm + 4.0 * L * C * pos * (pos + 1) / 2;
+        double prompt = pl * 2 * Nmm + 4.0 * L * C * pl * (pl + 1.0) / 2;
         *gen += rl;
         *seq += pos;
         *flops += fl;
+        *rollout += fl - (n % G == 0 ? 0 : prompt);
         *fmin = fl < *fmin ? fl : *fmin;
         *fmax = fl > *fmax ? fl : *fmax;
         lens[n++] = rl;
@@ -64,16 +67,17 @@ static void test_forced_counts(void **state) {
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/len.txt", dir);
     const char *keys[] = {"gen_tokens", "seq_tokens", "rollout_gflop", "update_gflop", "steps"};
-    double v[5], gen, seq, flops, fmin, fmax;
+    double v[5], gen, seq, flops, rollout, fmin, fmax;
     int lens[64];
     run_bench("--forced", path, keys, v, 5);
-    int n = read_lengths(path, &gen, &seq, &flops, lens, &fmin, &fmax);
+    int n = read_lengths(path, &gen, &seq, &flops, &rollout, lens, &fmin, &fmax);
     assert_int_equal(n, 2 * P * G);  // two timed steps
     for (int i = 0; i < n; i++) assert_int_equal(lens[i], BUDGET);
     assert_int_equal((int)v[4], 2);
     assert_true(v[0] == 2.0 * P * G * BUDGET && v[0] == gen);
     assert_true(v[1] == seq);
-    tu_check_rel("rollout GFLOP against the closed form", fabs(v[2] - flops * 1e-9) / (flops * 1e-9), 1e-6);
+    tu_check_rel("rollout GFLOP against the closed form", fabs(v[2] - rollout * 1e-9) / (rollout * 1e-9), 1e-6);
+    assert_true(rollout < flops);  // the prompts, once per group
     // forward and backward (3x) and the old log-probs (1x), but for the first minibatch of
     // each step (4 responses, which ones unknown here), whose come from its own forward
     double hi = (4 * flops - 2 * 4 * fmin) * 1e-9, lo = (4 * flops - 2 * 4 * fmax) * 1e-9;
@@ -87,10 +91,10 @@ static void test_own_lengths(void **state) {
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/len.txt", dir);
     const char *keys[] = {"gen_tokens", "seq_tokens"};
-    double v[2], gen, seq, flops, fmin, fmax;
+    double v[2], gen, seq, flops, rollout, fmin, fmax;
     int lens[64];
     run_bench("", path, keys, v, 2);
-    int n = read_lengths(path, &gen, &seq, &flops, lens, &fmin, &fmax);
+    int n = read_lengths(path, &gen, &seq, &flops, &rollout, lens, &fmin, &fmax);
     assert_int_equal(n, 2 * P * G);
     for (int i = 0; i < n; i++) assert_true(lens[i] >= 1 && lens[i] <= BUDGET);
     assert_true(v[0] == gen && v[1] == seq);

@@ -194,8 +194,10 @@ static StepTimes rl_step(StepSetup *B, TrainState *s, int step, FILE *lf) {
     for (int k = 0; k < S->M && k < s->rs.n_kept; k++) first[s->order[k]] = 1;
     for (int i = 0; i < N; i++) {
         int n = s->plen[i] + s->gen.length[i] - 1;  // the positions a forward pass runs over
-        double f = seq_forward_flops(mc, Np, n);
-        st.rollout_flops += f;  // prefill + one decode per generated token but the last
+        double f = seq_forward_flops(mc, Np, n), prompt = seq_forward_flops(mc, Np, s->plen[i]);
+        // the rollout: its group's prompt once (the G responses share it), then one decode per
+        // generated token but the last
+        st.rollout_flops += f - prompt + (i % S->G == 0 ? prompt : 0);
         st.update_flops += (first[i] ? 3.0 : 4.0) * f;  // old log-probs (1x) + forward and backward (3x)
         st.seq_tokens += n;
         if (lf) fprintf(lf, "%d %d %d\n", step, s->plen[i], s->gen.length[i]);
