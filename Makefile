@@ -170,8 +170,10 @@ bench-rl: all
 	  $(TRL_VENV)/bin/pip install -q $(TRL_PIP) || { rm -rf $(TRL_VENV); exit 1; }; fi
 	BIN=$(BUILD)/grpolab OUT=$(BUILD)/bench-rl PEER=$(or $(PEER),torch) scripts/bench-rl.sh
 
-# Do the attention's own products (src/kernels/cpu_ops.c) give this machine's OpenBLAS
-# numbers? Compares the two bit for bit (docs/kernels.md); exit 1 where they differ.
+# Does this machine's OpenBLAS round as grpolab's numbers assume (docs/kernels.md,
+# "Determinism")? The attention's own products (src/kernels/cpu_ops.c) against OpenBLAS's,
+# and a row of a product against the same row in a product of more rows (the sampler's
+# compaction and shared prefill), bit for bit (scripts/blas_order.c); exit 1 where not.
 blas-order: deps probe $(BUILD)/libgrpolab.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -o $(BUILD)/blas_order scripts/blas_order.c $(BUILD)/libgrpolab.a $(LDLIBS)
 	OMP_NUM_THREADS=1 $(BUILD)/blas_order

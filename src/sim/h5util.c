@@ -226,8 +226,7 @@ typedef struct {
 enum { MAX_CLAIMS = 32 };
 static Claim claims[MAX_CLAIMS];
 
-// path + suffix, malloc'd ("<path>.lock", "<path>.tmp").
-static char *with_suffix(const char *path, const char *suffix) {
+char *path_with_suffix(const char *path, const char *suffix) {
     size_t n = strlen(path), k = strlen(suffix);
     char *p = xmalloc(n + k + 1);
     memcpy(p, path, n);
@@ -237,7 +236,7 @@ static char *with_suffix(const char *path, const char *suffix) {
 
 int out_claim(const char *what, const char *path, char *err, size_t errlen) {
     if (!path || !path[0]) return set_err(err, errlen, "%s: empty path", what);
-    char *lp = with_suffix(path, ".lock");
+    char *lp = path_with_suffix(path, ".lock");
     int ret = -1, attempt_left_none = 1;
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -304,7 +303,7 @@ int out_claim(const char *what, const char *path, char *err, size_t errlen) {
 
 void out_release(const char *path) {
     if (!path) return;
-    char *lp = with_suffix(path, ".lock");
+    char *lp = path_with_suffix(path, ".lock");
     struct stat st;
     if (stat(lp, &st) == 0)
         for (int i = 0; i < MAX_CLAIMS; i++)
@@ -359,22 +358,34 @@ static void fix_superblock_checksum(unsigned char *img, size_t n) {
     for (int i = 0; i < 4; i++) img[body + (size_t)i] = (unsigned char)(c >> (8 * i));
 }
 
-// Writes the n bytes of buf to tmp (created exclusively) and syncs it.
-static int write_tmp(const char *what, const char *path, const char *tmp, const void *buf, size_t n,
-                     char *err, size_t errlen) {
+// The temporary file tmp of path, created exclusively after removing a dead writer's (the
+// caller holds the claim on path). The descriptor, or -1 with a message.
+static int create_tmp(const char *what, const char *path, const char *tmp, char *err, size_t errlen) {
+    if (unlink(tmp) != 0 && errno != ENOENT)
+        return set_err(err, errlen, "%s '%s': cannot remove the old '%s': %s", what, path, tmp, strerror(errno));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) return set_err(err, errlen, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
+    return fd;
+}
+
+// Writes the n bytes of buf to fd, the bytes done .. done + n of total bytes of tmp. 0, or
+// -1 with a message.
+static int write_all(int fd, const void *buf, size_t n, size_t done, size_t total, const char *what,
+                     const char *path, const char *tmp, char *err, size_t errlen) {
     for (size_t off = 0; off < n;) {
         ssize_t w = write(fd, (const char *)buf + off, n - off);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            set_err(err, errlen, "%s '%s': cannot write '%s' (%zu of %zu bytes written): %s", what,
-                    path, tmp, off, n, w < 0 ? strerror(errno) : "no progress");
-            close(fd);
-            return -1;
-        }
+        if (w <= 0)
+            return set_err(err, errlen, "%s '%s': cannot write '%s' (%zu of %zu bytes written): %s", what,
+                           path, tmp, done + off, total, w < 0 ? strerror(errno) : "no progress");
         off += (size_t)w;
     }
+    return 0;
+}
+
+// Syncs fd (a filesystem that cannot sync is not an error) and closes it in every case. 0, or
+// -1 with a message.
+static int sync_close(int fd, const char *what, const char *path, const char *tmp, char *err, size_t errlen) {
     if (fsync(fd) != 0 && errno != EINVAL) {
         set_err(err, errlen, "%s '%s': cannot sync '%s' to disk: %s", what, path, tmp, strerror(errno));
         close(fd);
@@ -386,7 +397,7 @@ static int write_tmp(const char *what, const char *path, const char *tmp, const 
 }
 
 int h5_tmp_commit(hid_t f, const char *what, const char *path, int replace, char *err, size_t errlen) {
-    char *tmp = with_suffix(path, ".tmp"), msg[H5MSG_LEN];
+    char *tmp = path_with_suffix(path, ".tmp"), msg[H5MSG_LEN];
     int ret = -1, made = 0;
     unsigned char *img = NULL;
     ssize_t n = H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(f, NULL, 0);
@@ -400,13 +411,14 @@ int h5_tmp_commit(hid_t f, const char *what, const char *path, int replace, char
         goto done;
     }
     fix_superblock_checksum(img, (size_t)n);
-    // the caller holds the claim on path: an existing temporary file is a dead writer's
-    if (unlink(tmp) != 0 && errno != ENOENT) {
-        set_err(err, errlen, "%s '%s': cannot remove the old '%s': %s", what, path, tmp, strerror(errno));
+    int fd = create_tmp(what, path, tmp, err, errlen);
+    if (fd < 0) goto done;
+    made = 1;
+    if (write_all(fd, img, (size_t)n, 0, (size_t)n, what, path, tmp, err, errlen) != 0) {
+        close(fd);
         goto done;
     }
-    made = 1;
-    if (write_tmp(what, path, tmp, img, (size_t)n, err, errlen) != 0) goto done;
+    if (sync_close(fd, what, path, tmp, err, errlen) != 0) goto done;
     if (replace ? rename(tmp, path) != 0 : link(tmp, path) != 0) {
         if (!replace && errno == EEXIST)
             set_err(err, errlen, "%s '%s': it already exists (replace it with --overwrite, or choose "
@@ -438,24 +450,18 @@ void h5_tmp_discard(hid_t f, const char *path) {
 int h5_copy_file(const char *what, const char *src, const char *dst,
                  int (*finish)(const char *tmp, void *arg, char *err, size_t errlen), void *arg,
                  char *err, size_t errlen) {
-    char *tmp = with_suffix(dst, ".tmp");
+    char *tmp = path_with_suffix(dst, ".tmp");
     int in = -1, out = -1, ret = -1, made = 0;
     enum { BUF = 1 << 20 };
     char *buf = xmalloc(BUF);
-    if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+    struct stat st;
+    if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0 || fstat(in, &st) != 0) {
         set_err(err, errlen, "%s '%s': cannot read '%s': %s", what, dst, src, strerror(errno));
         goto done;
     }
-    if (unlink(tmp) != 0 && errno != ENOENT) {
-        set_err(err, errlen, "%s '%s': cannot remove the old '%s': %s", what, dst, tmp, strerror(errno));
-        goto done;
-    }
-    if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0) {
-        set_err(err, errlen, "%s '%s': cannot create '%s': %s", what, dst, tmp, strerror(errno));
-        goto done;
-    }
+    if ((out = create_tmp(what, dst, tmp, err, errlen)) < 0) goto done;
     made = 1;
-    for (;;) {
+    for (size_t copied = 0;;) {
         ssize_t r = read(in, buf, BUF);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
@@ -463,28 +469,13 @@ int h5_copy_file(const char *what, const char *src, const char *dst,
             goto done;
         }
         if (r == 0) break;
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                set_err(err, errlen, "%s '%s': cannot write '%s': %s", what, dst, tmp,
-                        w < 0 ? strerror(errno) : "no progress");
-                goto done;
-            }
-            off += w;
-        }
+        if (write_all(out, buf, (size_t)r, copied, (size_t)st.st_size, what, dst, tmp, err, errlen) != 0)
+            goto done;
+        copied += (size_t)r;
     }
-    if (fsync(out) != 0 && errno != EINVAL) {
-        set_err(err, errlen, "%s '%s': cannot sync '%s' to disk: %s", what, dst, tmp, strerror(errno));
-        goto done;
-    }
-    int c = close(out);
+    int c = sync_close(out, what, dst, tmp, err, errlen);
     out = -1;
-    if (c != 0) {
-        set_err(err, errlen, "%s '%s': cannot finish writing '%s': %s", what, dst, tmp, strerror(errno));
-        goto done;
-    }
-    if (finish && finish(tmp, arg, err, errlen) != 0) goto done;
+    if (c != 0 || (finish && finish(tmp, arg, err, errlen) != 0)) goto done;
     if (rename(tmp, dst) != 0) {
         set_err(err, errlen, "%s '%s': cannot rename '%s' to it: %s", what, dst, tmp, strerror(errno));
         goto done;

@@ -74,6 +74,9 @@ int check_parent_dir(const char *what, const char *path, char *err, size_t errle
 // --overwrite, or choose another path)").
 int check_out_path(const char *what, const char *path, int replace, char *err, size_t errlen);
 
+// path + suffix, malloc'd ("<path>.lock", "<path>.tmp", "<log>.ckpt.h5").
+char *path_with_suffix(const char *path, const char *suffix);
+
 // Claims path for writing: an exclusive lock (flock) on "<path>.lock", created beside it and
 // removed by out_release. The lock dies with the process, so a crashed writer leaves at most
 // an unlocked lock file that the next claim takes over. -1 with "<what> '<path>': another

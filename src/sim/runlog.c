@@ -329,8 +329,7 @@ static RunLog *create_impl(const char *path, int overwrite, char *err, size_t er
     // made beside path and renamed onto it (replacing an old log only now) once set up, so a
     // process killed while it sets the file up leaves no log at path; an existing part file
     // is a dead writer's (the claim is held)
-    char *part = xmalloc(strlen(path) + 6);
-    sprintf(part, "%s.part", path);
+    char *part = path_with_suffix(path, ".part");
     if (unlink(part) != 0 && errno != ENOENT) {
         set_err(err, errlen, "cannot create run log '%s': cannot remove the old '%s': %s", path, part,
                 strerror(errno));

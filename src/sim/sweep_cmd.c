@@ -18,6 +18,7 @@
 #include "../analysis/runs.h"
 #include "../common.h"
 #include "cli.h"
+#include "h5util.h"
 #include "resume.h"
 #include "sweep.h"
 #include "train.h"
@@ -27,17 +28,10 @@ typedef enum { RUN_NEW, RUN_COMPLETE, RUN_RESUME, RUN_RESTART, RUN_REFUSED } Run
 static const char *const STATE_NAME[] = {"new", "complete (kept)", "resumes from its checkpoint",
                                          "trains again (no checkpoint yet)", "REFUSED"};
 
-// path + suffix, malloc'd.
-static char *path_with(const char *path, const char *suffix) {
-    char *p = xmalloc(strlen(path) + strlen(suffix) + 1);
-    sprintf(p, "%s%s", path, suffix);
-    return p;
-}
-
 // The state of run i whose resolved config is c; msg says why where it is refused. The config
 // is read from the log's copy where a killed run left one (its log may be torn).
 static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, size_t msglen) {
-    char *path = sweep_run_path(s, i), *copy = path_with(path, RESUME_LOG_COPY_SUFFIX);
+    char *path = sweep_run_path(s, i), *copy = path_with_suffix(path, RESUME_LOG_COPY_SUFFIX);
     RunState st = RUN_NEW;
     if (access(path, F_OK) == 0) {
         int same = train_compare_run_config(access(copy, F_OK) == 0 ? copy : path, c, 0, msg, msglen);
@@ -52,7 +46,7 @@ static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, siz
             Run *r = run_load(path, err, sizeof err);
             int complete = r && run_complete(r);
             run_free(r);
-            char *ckpt = path_with(path, RESUME_CKPT_SUFFIX);
+            char *ckpt = path_with_suffix(path, RESUME_CKPT_SUFFIX);
             st = complete ? RUN_COMPLETE : access(ckpt, F_OK) == 0 ? RUN_RESUME : RUN_RESTART;
             free(ckpt);
         }
