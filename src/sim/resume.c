@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common.h"
 #include "checkpoint.h"
@@ -169,15 +170,18 @@ static int check_checkpoint_run(const char *ckpt_path, const char *out_path, con
     return 0;
 }
 
+const char *resume_log_to_read(const char *log_path, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s", log_path, RESUME_LOG_COPY_SUFFIX);
+    return access(buf, F_OK) == 0 ? buf : log_path;
+}
+
 int resume_check(const Config *cfg, const char *log_path, const char *ckpt_path,
                  ResumePoint *rp, char *err, size_t errlen) {
     char msg[1024], copy[4200];
     memset(rp, 0, sizeof *rp);
     struct stat st;
-    // the log as of the checkpoint, where the writer left a copy (the log may be torn)
-    snprintf(copy, sizeof copy, "%s%s", log_path, RESUME_LOG_COPY_SUFFIX);
-    rp->from_copy = stat(copy, &st) == 0;
-    const char *out_path = rp->from_copy ? copy : log_path;
+    const char *out_path = resume_log_to_read(log_path, copy, sizeof copy);
+    rp->from_copy = out_path == copy;
     // going on with other settings would mix two configs in one log
     int same = train_compare_run_config(out_path, cfg, 1, msg, sizeof msg);
     if (same < 0 && stat(ckpt_path, &st) != 0 && errno == ENOENT)

@@ -28,6 +28,10 @@ void resume_fingerprint(Model *m, char hex[17]);
 #define RESUME_CKPT_SUFFIX ".ckpt.h5"
 #define RESUME_LOG_COPY_SUFFIX ".ckpt.log.h5"
 
+// The file that holds a run's log as --resume sees it: the copy beside log_path where one
+// exists (the log itself may be torn), written into buf (len bytes), else log_path.
+const char *resume_log_to_read(const char *log_path, char *buf, size_t len);
+
 // Where a resumed run goes on from (resume_check).
 typedef struct {
     int64_t start_step;    // steps done: the checkpoint's step, or 0 without a checkpoint

@@ -31,10 +31,10 @@ static const char *const STATE_NAME[] = {"new", "complete (kept)", "resumes from
 // The state of run i whose resolved config is c; msg says why where it is refused. The config
 // is read from the log's copy where a killed run left one (its log may be torn).
 static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, size_t msglen) {
-    char *path = sweep_run_path(s, i), *copy = path_with_suffix(path, RESUME_LOG_COPY_SUFFIX);
+    char *path = sweep_run_path(s, i), copy[4200];
     RunState st = RUN_NEW;
     if (access(path, F_OK) == 0) {
-        int same = train_compare_run_config(access(copy, F_OK) == 0 ? copy : path, c, 0, msg, msglen);
+        int same = train_compare_run_config(resume_log_to_read(path, copy, sizeof copy), c, 0, msg, msglen);
         if (same != 0) {
             if (same < 0) {
                 size_t n = strlen(msg);
@@ -51,7 +51,6 @@ static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, siz
             free(ckpt);
         }
     }
-    free(copy);
     free(path);
     return st;
 }
