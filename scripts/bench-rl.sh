@@ -17,9 +17,16 @@ THREADS=${THREADS:-2}
 PEER=${PEER:-torch}
 OUT=${OUT:-build/bench-rl}
 mkdir -p "$OUT"
-# every implementation waits the way grpolab does by default (src/sim/omp_wait.h): PyTorch's
+# every implementation waits the way grpolab does by default (src/sim/libenv.h): PyTorch's
 # OpenMP threads spin like grpolab's would, and on a shared machine that decides the figures
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# and with the OpenBLAS kernels grpolab runs: where OpenBLAS does not know this CPU, grpolab
+# names the kernels its features allow (src/sim/libenv.h), and PyTorch's products run through
+# OpenBLAS too (Debian's python3-torch)
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  core=$("$BIN" version | sed -n 's/^blas kernels: \([^ ]*\) (named by grpolab.*/\1/p')
+  if [ -n "$core" ]; then export OPENBLAS_CORETYPE=$core; echo "bench-rl: OPENBLAS_CORETYPE=$core for every implementation"; fi
+fi
 sets=(--set "run.threads=$THREADS")
 for kv in ${SET:-}; do sets+=(--set "$kv"); done
 results="$OUT/results.txt"

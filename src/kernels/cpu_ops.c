@@ -214,6 +214,9 @@ void cpu_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float *
 
 // ---- linear layer (nn.Linear layout: weight (OC,C))
 
+const char *cpu_blas_core(void) { return openblas_get_corename(); }
+const char *cpu_blas_config(void) { return openblas_get_config(); }
+
 void cpu_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N,
                         int C, int OC) {
     if (N <= 0 || OC <= 0) return;

@@ -42,6 +42,10 @@ void cpu_attention_vector(int on);
 // 0: every attention product through OpenBLAS (the code before cpu_ops.c's own products);
 // 1 (the default): its own products where they run. For scripts/blas_order.c.
 void cpu_attention_own_products(int on);
+// The kernel set OpenBLAS runs (openblas_get_corename(), e.g. "SkylakeX"), and its build
+// configuration with that name (openblas_get_config()): src/sim/libenv.h.
+const char *cpu_blas_core(void);
+const char *cpu_blas_config(void);
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n);

@@ -8,6 +8,7 @@
 
 #include "../analysis/analysis.h"
 #include "../common.h"
+#include "../kernels/cpu_ops.h"
 #include "bench.h"
 #include "checkpoint.h"
 #include "cli.h"
@@ -15,10 +16,10 @@
 #include "dist.h"
 #include "evaluate.h"
 #include "h5util.h"
+#include "libenv.h"
 #include "logschema.h"
 #include "model.h"
 #include "objective.h"
-#include "omp_wait.h"
 #include "pretrain.h"
 #include "setup.h"
 #include "sweep.h"
@@ -44,6 +45,9 @@ static int cmd_version(int argc, char **argv) {
     char why[256];
     int cuda = backend_cuda_available(why, sizeof why);
     printf("grpolab %s (commit %s)\n", GRPOLAB_VERSION, grpolab_commit());
+    printf("blas: %s\n", cpu_blas_config());
+    char origin[128];
+    printf("blas kernels: %s (%s)\n", cpu_blas_core(), libenv_blas_origin(origin, sizeof origin));
 #ifdef GRPOLAB_CUDA
     printf("backends: cpu (built), cuda (built; %s)\n", cuda ? "device available" : why);
 #else
@@ -710,7 +714,7 @@ static int run_command(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    omp_wait_passive_reexec(argv);
+    libenv_reexec(argv);
     dist_init(&argc, &argv);  // MPI where mpirun or srun started this process (dist.h)
     int rc = run_command(argc, argv);
     dist_finalize();
