@@ -8,8 +8,11 @@
 // 2. Does a row of the products C = A W^T (kn_matmul_forward, on the shapes of the base model
 //    of experiments/base: d_model 128, 2 KV heads of 32, d_ff 344, 58 tokens) have the same
 //    bits for every row count from SAMPLER_MIN_ROWS up (each count 1..255, and 512 to 6144
-//    rows, against 8192)? The sampler compacts its decode batch down to that many rows and
-//    prefills each distinct prompt once, and a response is the full batch's only if so.
+//    rows, against 8192)? The sampler prefills each distinct prompt once, and on OpenBLAS
+//    compacts its decode batch down to that many rows; a response is the full batch's only
+//    if so.
+// It also says whether the decode's own products (cpu_decode_matmul) give OpenBLAS's numbers
+// on those shapes, which grpolab checks for itself (src/sim/model.c): informational.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +113,15 @@ int main(int argc, char **argv) {
     }
     printf(rows_differ ? "blas-order: a product of %d rows or more can round a row otherwise than a larger one\n"
                        : "blas-order: products of %d rows or more round each row as a larger one\n",
+           SAMPLER_MIN_ROWS);
+    // 3. the decode's own products (informational: grpolab checks them itself when it makes a
+    //    model and decodes on OpenBLAS, with its 32-row floor, where they differ)
+    int own = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) own = own && cpu_decode_matches_blas(shapes[s][1], shapes[s][0]);
+    printf(own ? "blas-order: the decode's own products give OpenBLAS's numbers on these shapes (grpolab decodes "
+                 "with them, its batches down to their running rows)\n"
+               : "blas-order: the decode's own products do not give OpenBLAS's numbers on every shape here "
+                 "(grpolab decodes on OpenBLAS, its batches not below %d rows)\n",
            SAMPLER_MIN_ROWS);
     backend_destroy(bk);
     return differ[0] + differ[1] + rows_differ ? 1 : 0;

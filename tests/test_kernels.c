@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "common.h"
 #include "kernels/cpu_ops.h"
 #include "kernels/kernels.h"
 #include "test_util.h"
@@ -562,6 +563,54 @@ static void test_attention_vector_matches_scalar(void **state) {
 
 // ---- KV cache + decoding step
 
+// The decode's own products (cpu_decode_matmul, on weights packed by cpu_decode_pack) give
+// every entry as a chain of fused multiply-adds from 0 in the inner dimension's order, bit
+// for bit, whatever the row count: rows 1 to 21 (whole tiles of 8 and remainders), output
+// sizes around the packed panels' 16-float vectors and 48-float panels, inner sizes 1 to 344.
+// On 1 and 2 threads. Where the machine's OpenBLAS sums so (cpu_decode_matches_blas), a
+// product of 64 rows also equals cblas_sgemm's.
+static void test_decode_matmul_is_fma_chain(void **state) {
+    const int outs[] = {1, 13, 16, 17, 47, 48, 49, 58, 64, 100, 128, 344}, ins[] = {1, 5, 16, 128, 344};
+    int saved = omp_get_max_threads();
+    long checked = 0;
+    for (size_t oi = 0; oi < sizeof outs / sizeof *outs; oi++)
+        for (size_t ii = 0; ii < sizeof ins / sizeof *ins; ii++) {
+            int OC = outs[oi], C = ins[ii], NMAX = 21;
+            float *a = xmalloc((size_t)NMAX * C * sizeof(float)), *w = xmalloc((size_t)OC * C * sizeof(float));
+            float *wp = xmalloc(cpu_decode_packed_floats(C, OC) * sizeof(float));
+            float *o = xmalloc((size_t)NMAX * OC * sizeof(float));
+            tu_fill_uniform(a, (size_t)NMAX * C, 71 + OC, -2, 2);
+            tu_fill_uniform(w, (size_t)OC * C, 72 + C, -0.5f, 0.5f);
+            cpu_decode_pack(wp, w, C, OC);
+            for (int threads = 1; threads <= 2; threads++) {
+                omp_set_num_threads(threads);
+                for (int n = 1; n <= NMAX; n++) {
+                    memset(o, 0xff, (size_t)NMAX * OC * sizeof(float));
+                    cpu_decode_matmul(o, a, wp, n, C, OC);
+                    for (int r = 0; r < n; r++)
+                        for (int j = 0; j < OC; j++) {
+                            float acc = 0.0f;
+                            for (int k = 0; k < C; k++) acc = fmaf(a[(size_t)r * C + k], w[(size_t)j * C + k], acc);
+                            if (memcmp(&acc, &o[(size_t)r * OC + j], sizeof acc) != 0)
+                                fail_msg("OC %d C %d, %d rows: out[%d][%d] = %.9g, the chain gives %.9g", OC,
+                                         C, n, r, j, o[(size_t)r * OC + j], acc);
+                            checked++;
+                        }
+                    // rows past n are not written
+                    for (size_t i = (size_t)n * OC; i < (size_t)NMAX * OC; i++) {
+                        uint32_t bits;
+                        memcpy(&bits, &o[i], sizeof bits);
+                        assert_int_equal(bits, 0xffffffffu);
+                    }
+                }
+            }
+            free(a), free(w), free(wp), free(o);
+        }
+    omp_set_num_threads(saved);
+    printf("  %ld entries equal their chains; OpenBLAS sums 128 x 128 and 344 x 128 so here: %d, %d\n",
+           checked, cpu_decode_matches_blas(128, 128), cpu_decode_matches_blas(128, 344));
+}
+
 // The decode's vector path (head sizes 32 and 64) computes its scores and value sums in the
 // order of its scalar loops (cpu_ops.c, dot_lanes8), so it equals them bit for bit: keys
 // with exact zeros of both signs, every position count from 1 to 70 (whole blocks of 8
@@ -1104,6 +1153,7 @@ int main(void) {
         cmocka_unit_test(test_kv_decode),
         cmocka_unit_test(test_attention_vector_matches_scalar),
         cmocka_unit_test(test_decode_vector_matches_scalar),
+        cmocka_unit_test(test_decode_matmul_is_fma_chain),
         cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_logprob),
         cmocka_unit_test(test_logprob_chunked),

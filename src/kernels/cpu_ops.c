@@ -242,6 +242,130 @@ void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *d
                     1.0f, dweight, C);
 }
 
+// ---- the decode's products, on weights packed once per generation
+// out (N,OC) = inp (N,C) @ W^T with W packed into panels of DEC_PANEL_V 16-float vectors of
+// output columns (the last panel as wide as it needs), each panel (C, width) row-major, so a
+// product reads its weights in order and never packs them again (OpenBLAS packs W at every
+// call, a seventh of a decode step at 128 rows). Each entry is a chain of fused multiply-adds
+// from 0 over the inner dimension in order: OpenBLAS's own order for products beyond its
+// small-matrix kernels on the machines measured (docs/kernels.md "Determinism"), which
+// cpu_decode_matches_blas checks on the spot. It is that order for every row count, so a
+// row's numbers do not depend on how many rows the product has.
+#define DEC_PANEL_V 3
+#define DEC_ROWS 8
+
+static int dec_panels(int OC) { return (OC + 16 * DEC_PANEL_V - 1) / (16 * DEC_PANEL_V); }
+// vectors of panel p
+static int dec_panel_vectors(int OC, int p) {
+    int left = (OC - p * 16 * DEC_PANEL_V + 15) / 16;
+    return left < DEC_PANEL_V ? left : DEC_PANEL_V;
+}
+
+size_t cpu_decode_packed_floats(int C, int OC) {
+    size_t n = 0;
+    for (int p = 0; p < dec_panels(OC); p++) n += (size_t)C * 16 * dec_panel_vectors(OC, p);
+    return n;
+}
+
+void cpu_decode_pack(float *wp, const float *W, int C, int OC) {
+    for (int p = 0; p < dec_panels(OC); p++) {
+        int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
+        for (int k = 0; k < C; k++, wp += w)
+            for (int j = 0; j < w; j++) wp[j] = o0 + j < OC ? W[(size_t)(o0 + j) * C + k] : 0.0f;
+    }
+}
+
+#ifdef __AVX512F__
+// R rows x V vectors of one panel (width 16 V floats): out[r][16 v + j] for j < 16 (the last
+// vector: the lanes of mask)
+static inline __attribute__((always_inline)) void dec_tile(float *out, size_t ldo, const float *inp,
+                                                           size_t ldi, const float *wp, int C,
+                                                           const int R, const int V, __mmask16 mask) {
+    __m512 acc[DEC_ROWS][DEC_PANEL_V];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int k = 0; k < C; k++) {
+        __m512 w[DEC_PANEL_V];
+        for (int v = 0; v < V; v++) w[v] = _mm512_loadu_ps(wp + (size_t)k * 16 * V + 16 * v);
+        for (int r = 0; r < R; r++) {
+            __m512 x = _mm512_set1_ps(inp[(size_t)r * ldi + k]);
+            for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(x, w[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        for (int v = 0; v < V - 1; v++) _mm512_storeu_ps(out + (size_t)r * ldo + 16 * v, acc[r][v]);
+        _mm512_mask_storeu_ps(out + (size_t)r * ldo + 16 * (V - 1), mask, acc[r][V - 1]);
+    }
+}
+
+#define DEC_TILE_V(R)                                                                    \
+    case R:                                                                              \
+        if (V == 3) dec_tile(out, ldo, inp, ldi, wp, C, R, 3, mask);                     \
+        else if (V == 2) dec_tile(out, ldo, inp, ldi, wp, C, R, 2, mask);                \
+        else dec_tile(out, ldo, inp, ldi, wp, C, R, 1, mask);                            \
+        break;
+static void dec_tile_any(float *out, size_t ldo, const float *inp, size_t ldi, const float *wp, int C,
+                         int R, int V, __mmask16 mask) {
+    switch (R) {
+        DEC_TILE_V(1) DEC_TILE_V(2) DEC_TILE_V(3) DEC_TILE_V(4)
+        DEC_TILE_V(5) DEC_TILE_V(6) DEC_TILE_V(7) DEC_TILE_V(8)
+    }
+}
+#undef DEC_TILE_V
+#endif
+
+void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+#ifdef __AVX512F__
+    int np = dec_panels(OC), nt = (N + DEC_ROWS - 1) / DEC_ROWS;
+#pragma omp parallel for schedule(static) if ((size_t)N * C * OC >= 64 * PAR_MIN)
+    for (int t = 0; t < np * nt; t++) {
+        int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
+        int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
+        __mmask16 mask = (__mmask16)(last >= 16 ? 0xFFFF : (1u << last) - 1);
+        size_t off = 0;
+        for (int q = 0; q < p; q++) off += (size_t)C * 16 * dec_panel_vectors(OC, q);
+        dec_tile_any(out + (size_t)r0 * OC + o0, (size_t)OC, inp + (size_t)r0 * C, (size_t)C, wp + off, C,
+                     R, V, mask);
+    }
+#else
+    // the scalar order (no AVX-512: cpu_decode_matches_blas keeps OpenBLAS in use instead)
+    size_t off = 0;
+    for (int p = 0; p < dec_panels(OC); p++) {
+        int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
+        for (int n = 0; n < N; n++)
+            for (int j = 0; j < w && o0 + j < OC; j++) {
+                float acc = 0.0f;
+                for (int k = 0; k < C; k++) acc = fmaf(inp[(size_t)n * C + k], wp[off + (size_t)k * w + j], acc);
+                out[(size_t)n * OC + o0 + j] = acc;
+            }
+        off += (size_t)C * w;
+    }
+#endif
+}
+
+int cpu_decode_matches_blas(int C, int OC) {
+#ifdef __AVX512F__
+    // a product of 64 rows (OpenBLAS's regular kernels on the machines measured) of values in
+    // [-2, 2) and weights in [-0.2, 0.2), as the blas-order check draws them
+    const int N = 64;
+    float *a = xmalloc((size_t)N * C * sizeof(float)), *w = xmalloc((size_t)OC * C * sizeof(float));
+    float *wp = xmalloc(cpu_decode_packed_floats(C, OC) * sizeof(float));
+    float *o1 = xmalloc((size_t)N * OC * sizeof(float)), *o2 = xmalloc((size_t)N * OC * sizeof(float));
+    for (size_t i = 0; i < (size_t)N * C; i++) a[i] = 4.0f * philox_uniform(0xdec0de, i) - 2.0f;
+    for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = 0.4f * philox_uniform(0xdec0df, i) - 0.2f;
+    cpu_decode_pack(wp, w, C, OC);
+    cpu_decode_matmul(o1, a, wp, N, C, OC);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, a, C, w, C, 0.0f, o2, OC);
+    int same = memcmp(o1, o2, (size_t)N * OC * sizeof(float)) == 0;
+    free(a), free(w), free(wp), free(o1), free(o2);
+    return same;
+#else
+    (void)C, (void)OC;
+    return 0;
+#endif
+}
+
 // ---- rotary position embedding ("rotate half")
 // Angles as Hugging Face forms them in float32: inv_freq_i = 1 / theta^(2i/hd),
 // angle = pos * inv_freq_i. cos/sin of positions [0, rope_npos) come from a table in

@@ -45,6 +45,15 @@ void cpu_attention_own_products(int on);
 // The kernel set OpenBLAS runs (openblas_get_corename(), e.g. "SkylakeX"), and its build
 // configuration with that name (openblas_get_config()): src/sim/libenv.h.
 const char *cpu_blas_core(void);
+// The decode's products (src/kernels/cpu_ops.c): W (OC,C) packed once
+// (cpu_decode_packed_floats floats), then out (N,OC) = inp (N,C) @ W^T, each entry a chain of
+// fused multiply-adds from 0 in the inner dimension's order whatever N. cpu_decode_matches_blas
+// says whether that is what cblas_sgemm gives for 64 rows of the shape on this machine (0
+// without AVX-512, where the products run a scalar loop only as the reference).
+size_t cpu_decode_packed_floats(int C, int OC);
+void cpu_decode_pack(float *wp, const float *W, int C, int OC);
+void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC);
+int cpu_decode_matches_blas(int C, int OC);
 const char *cpu_blas_config(void);
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,

@@ -9,6 +9,7 @@
 #endif
 
 #include "../common.h"
+#include "../kernels/cpu_ops.h"
 #include "../kernels/philox.h"
 
 // ---------------------------------------------------------------- activations
@@ -88,6 +89,14 @@ struct Model {
                          // the new token's position at decode (also its RoPE position)
     int *d_store_count;  // (kv_B) rows stored per sequence: prompt length / 1 or 0
     int *h_scratch;            // host (kv_B)
+
+    // the decode's own products (cpu_decode_matmul): every weight they read, packed once per
+    // generation by model_prefill (dec_wp, dec_wp_off per layer and product, the head last);
+    // dec_own_ok: they give OpenBLAS's numbers for every shape of this model (checked at
+    // creation); dec_own: the current generation decodes with them
+    float *dec_wp;
+    size_t *dec_wp_off;  // (7 n_layers + 2): the last is the floats of dec_wp (a view: its viewer's)
+    int dec_own_ok, dec_own;
 
     // models that decode beside this one on other threads (model_views); a view has
     // `viewer` set: its parameters are its viewer's, its backend its own
@@ -186,6 +195,88 @@ static inline float *head_param(float *base, const Model *m) {
                                   : base + m->tensors[2 + 9 * m->cfg.n_layers].offset;
 }
 
+// ---------------------------------------------------------------- the decode's own products
+// A decode step's products in dec_wp's order: per layer wq, wk, wv, wo, wgate, wup, wdown,
+// then the head (index 7 n_layers).
+static const int dec_tensor[7] = {T_WQ, T_WK, T_WV, T_WO, T_WGATE, T_WUP, T_WDOWN};
+
+// inner (C) and output (OC) size of product i
+static void dec_shape(const Model *m, int i, int *C, int *OC) {
+    const ModelConfig *c = &m->cfg;
+    int QW = c->n_heads * m->head_dim, KW = c->n_kv_heads * m->head_dim;
+    int in[7] = {c->d_model, c->d_model, c->d_model, QW, c->d_model, c->d_model, c->d_ff};
+    int out[7] = {QW, KW, KW, c->d_model, c->d_ff, c->d_ff, c->d_model};
+    int k = i % 7;
+    *C = i == 7 * c->n_layers ? c->d_model : in[k];
+    *OC = i == 7 * c->n_layers ? c->vocab_size : out[k];
+}
+
+static int own_decode = 1;
+void model_decode_own_products(int on) { own_decode = on; }
+int model_decode_rows_free(const Model *m) { return m->dec_own; }
+
+// cpu_decode_matches_blas, once per shape and process
+static int dec_shape_matches(int C, int OC) {
+    static struct { int C, OC, same; } known[64];
+    static int n_known;
+    int same = -1;
+#pragma omp critical(dec_shapes)
+    {
+        for (int i = 0; i < n_known && same < 0; i++)
+            if (known[i].C == C && known[i].OC == OC) same = known[i].same;
+        if (same < 0) {
+            same = cpu_decode_matches_blas(C, OC);
+            if (n_known < 64) {
+                known[n_known].C = C;
+                known[n_known].OC = OC;
+                known[n_known++].same = same;
+            }
+        }
+    }
+    return same;
+}
+
+// The offsets of the packed weights, and whether every shape gives OpenBLAS's numbers.
+static void dec_setup(Model *m) {
+    if (m->bk->kind != BACKEND_CPU) return;
+    int n = 7 * m->cfg.n_layers + 1, ok = 1;
+    m->dec_wp_off = xmalloc((size_t)(n + 1) * sizeof(size_t));
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        int C, OC;
+        dec_shape(m, i, &C, &OC);
+        m->dec_wp_off[i] = off;
+        off += cpu_decode_packed_floats(C, OC);
+        ok = ok && dec_shape_matches(C, OC);
+    }
+    m->dec_wp_off[n] = off;
+    m->dec_own_ok = ok;
+}
+
+// Packs the weights of every decode product (their values now) into dec_wp.
+static void dec_pack(Model *m) {
+    int L = m->cfg.n_layers;
+    if (!m->dec_wp) m->dec_wp = xmalloc(m->dec_wp_off[7 * L + 1] * sizeof(float));
+    for (int i = 0; i <= 7 * L; i++) {
+        int C, OC;
+        dec_shape(m, i, &C, &OC);
+        const float *W = i == 7 * L ? head_param(m->params, m) : layer_param(m->params, m, i / 7, dec_tensor[i % 7]);
+        cpu_decode_pack(m->dec_wp + m->dec_wp_off[i], W, C, OC);
+    }
+}
+
+// out (B,OC) = inp (B,C) @ W^T for product i of the decode step (dec_tensor; 7 n_layers: the head)
+static void dec_matmul(Model *m, float *out, const float *inp, int i, int B) {
+    int C, OC, L = m->cfg.n_layers;
+    dec_shape(m, i, &C, &OC);
+    if (m->dec_own) {
+        cpu_decode_matmul(out, inp, m->dec_wp + m->dec_wp_off[i], B, C, OC);
+        return;
+    }
+    const float *W = i == 7 * L ? head_param(m->params, m) : layer_param(m->params, m, i / 7, dec_tensor[i % 7]);
+    kn_matmul_forward(m->bk, out, inp, W, B, C, OC);
+}
+
 Model *model_create(Backend *bk, const ModelConfig *c) {
     char err[256];
     if (model_config_validate(c, err, sizeof err) != 0) die("invalid model config: %s", err);
@@ -202,6 +293,7 @@ Model *model_create(Backend *bk, const ModelConfig *c) {
     bk_zero(bk, m->grads, bytes);
     bk_zero(bk, m->adam_m, bytes);
     bk_zero(bk, m->adam_v, bytes);
+    dec_setup(m);
     return m;
 }
 
@@ -241,6 +333,8 @@ void model_free(Model *m) {
     bk_free(m->bk, m->d_lengths);
     free(m->h_targets);
     free(m->tensors);
+    free(m->dec_wp);
+    if (!m->viewer) free(m->dec_wp_off);
     if (m->viewer) backend_destroy(m->bk);
     free(m);
 }
@@ -261,6 +355,8 @@ Model **model_views(Model *m, int n, int with_grads) {
         memcpy(v->tensors, m->tensors, (size_t)m->n_tensors * sizeof *v->tensors);
         v->n_params = m->n_params;
         v->params = m->params;
+        v->dec_wp_off = m->dec_wp_off;
+        v->dec_own_ok = m->dec_own_ok;
         v->viewer = m;
         m->view[m->n_views] = v;
     }
@@ -718,7 +814,7 @@ static void head_logits(Model *m, float *logits, const float *x, int B) {
     const ModelConfig *c = &m->cfg;
     float *ln = m->dec_act[DEC_LN], *rstd = m->dec_act[DEC_RSTD];
     kn_rmsnorm_forward(m->bk, ln, rstd, x, norm_param(m->params, m), B, c->d_model, c->norm_eps);
-    kn_matmul_forward(m->bk, logits, ln, head_param(m->params, m), B, c->d_model, c->vocab_size);
+    dec_matmul(m, logits, ln, 7 * c->n_layers, B);
 }
 
 // Which rows of a prefill batch repeat an earlier row's prompt (the same length and tokens; a
@@ -747,6 +843,8 @@ void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T
     if (B > m->kv_B) die("model_prefill: batch %d larger than the KV cache (%d)", B, m->kv_B);
     const ModelConfig *c = &m->cfg;
     int KW = c->n_kv_heads * m->head_dim, C = c->d_model;
+    m->dec_own = own_decode && m->dec_own_ok && B >= MODEL_DECODE_OWN_MIN_ROWS;
+    if (m->dec_own) dec_pack(m);
     // On the CPU each distinct prompt goes through the trunk once, and the rows that repeat it
     // take its keys, values and last residual. A row's numbers do not depend on the other rows
     // of the trunk's products (with 32 rows or more: the row-count property of docs/kernels.md,
@@ -811,7 +909,7 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
     Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
     int B = m->dec_B, C = c->d_model, F = c->d_ff, hd = m->head_dim;
-    int NH = c->n_heads, NKV = c->n_kv_heads, QW = NH * hd, KW = NKV * hd;
+    int NH = c->n_heads, NKV = c->n_kv_heads, KW = NKV * hd;
     float *P = m->params;
     if (B < 1) die("model_decode_step: call model_prefill first");
     int *pos = m->h_scratch;
@@ -842,22 +940,22 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
     kn_embedding_forward(bk, x, m->d_dec_tokens, embed_param(P, m), B, C);
     for (int l = 0; l < c->n_layers; l++) {
         kn_rmsnorm_forward(bk, ln, rstd, x, layer_param(P, m, l, T_ATTN_NORM), B, C, c->norm_eps);
-        kn_matmul_forward(bk, q, ln, layer_param(P, m, l, T_WQ), B, C, QW);
-        kn_matmul_forward(bk, k, ln, layer_param(P, m, l, T_WK), B, C, KW);
-        kn_matmul_forward(bk, v, ln, layer_param(P, m, l, T_WV), B, C, KW);
+        dec_matmul(m, q, ln, 7 * l + 0, B);
+        dec_matmul(m, k, ln, 7 * l + 1, B);
+        dec_matmul(m, v, ln, 7 * l + 2, B);
         kn_rope_forward(bk, q, m->d_store_start, B, NH, hd, c->rope_theta);
         kn_rope_forward(bk, k, m->d_store_start, B, NKV, hd, c->rope_theta);
         kn_kv_store(bk, m->kcache[l], k, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
         kn_kv_store(bk, m->vcache[l], v, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
         kn_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, B,
                             c->max_seq_len, NH, NKV, hd);
-        kn_matmul_forward(bk, proj, atty, layer_param(P, m, l, T_WO), B, QW, C);
+        dec_matmul(m, proj, atty, 7 * l + 3, B);
         kn_add(bk, x, x, proj, (size_t)B * C);
         kn_rmsnorm_forward(bk, ln, rstd, x, layer_param(P, m, l, T_MLP_NORM), B, C, c->norm_eps);
-        kn_matmul_forward(bk, gate, ln, layer_param(P, m, l, T_WGATE), B, C, F);
-        kn_matmul_forward(bk, up, ln, layer_param(P, m, l, T_WUP), B, C, F);
+        dec_matmul(m, gate, ln, 7 * l + 4, B);
+        dec_matmul(m, up, ln, 7 * l + 5, B);
         kn_swiglu_forward(bk, h, gate, up, (size_t)B * F);
-        kn_matmul_forward(bk, proj, h, layer_param(P, m, l, T_WDOWN), B, F, C);
+        dec_matmul(m, proj, h, 7 * l + 6, B);
         kn_add(bk, x, x, proj, (size_t)B * C);
     }
     head_logits(m, logits, x, B);

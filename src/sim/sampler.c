@@ -179,12 +179,15 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
             free(pk->row);
         } else if (!sc->no_compact) {
             // Once an eighth of the rows have stopped, the running sequences move to the front
-            // and the batch shrinks to them, but not below SAMPLER_MIN_ROWS rows: a small row
-            // count can make sgemm round a row otherwise, and above it a response is that of
-            // the full batch bit for bit (docs/kernels.md, "Determinism"; tests/test_sampler.c).
-            // Moving the rows copies their KV cache, so not at every stop.
-            if (B > SAMPLER_MIN_ROWS && n_active <= B - B / 8) {
-                int nb = n_active > SAMPLER_MIN_ROWS ? n_active : SAMPLER_MIN_ROWS;
+            // and the batch shrinks to them. With OpenBLAS's products not below
+            // SAMPLER_MIN_ROWS rows: a small row count can make sgemm round a row otherwise,
+            // and above it a response is that of the full batch bit for bit (docs/kernels.md,
+            // "Determinism"; tests/test_sampler.c). The model's own decode products round a
+            // row alike at any count (model_decode_rows_free), so with them down to the
+            // running rows. Moving the rows copies their KV cache, so not at every stop.
+            int least = model_decode_rows_free(m) ? 1 : SAMPLER_MIN_ROWS;
+            if (B > least && n_active <= B - B / 8) {
+                int nb = n_active > least ? n_active : least;
                 rows_to_front(m, seq, tok, row_on, running_rows(seq, active, B, row_on), nb);
                 B = nb;
             }
