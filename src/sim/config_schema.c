@@ -13,7 +13,7 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"run", "backend", CFG_ENUM, "auto", NO_RANGE, "auto|cpu|cuda",
      "kernel backend; auto = cuda when a GPU is usable, else cpu"},
     {"run", "threads", CFG_INT, "0", 0, 1024, NULL, "CPU threads; 0 = all cores (a CPU run's rounding depends on the count: docs/kernels.md)"},
-    {"run", "decode_cache_mib", CFG_INT, "48", 0, 1048576, NULL,
+    {"run", "decode_cache_mib", CFG_INT, "16", 0, 1048576, NULL,
      "CPU sampler: KV cache (MiB) a decode batch may read per step before it decodes as two halves, "
      "one after the other, so that the CPU's caches hold it; 0 = never. Responses do not depend on it "
      "(docs/kernels.md \"Determinism\")"},

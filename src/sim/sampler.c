@@ -119,9 +119,11 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
     // A batch whose running rows read more than split_bytes of KV cache per step runs on as
     // two: the first half of its running rows to the end, then the second, parked meanwhile
     // (LIFO, so a half that splits again finishes both its quarters first). Each half reads
-    // half the cache per step, which the CPU's caches can hold where the whole did not; a
-    // half keeps SAMPLER_MIN_ROWS rows or more, so its responses are the whole batch's bit
-    // for bit (below). A GPU wants the whole batch at once, so only the CPU splits.
+    // half the cache per step, which the CPU's caches can hold where the whole did not. On
+    // OpenBLAS's products a half keeps SAMPLER_MIN_ROWS rows or more, so its responses are
+    // the whole batch's bit for bit (below); the own decode products keep them at any rows,
+    // and a half keeps SAMPLER_MIN_SPLIT_ROWS. A GPU wants the whole batch at once, so only
+    // the CPU splits.
     double split = bk->kind == BACKEND_CPU ? (double)sc->split_bytes : 0;
     ParkedRows park[32];
     int n_park = 0;
@@ -185,13 +187,14 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
             // "Determinism"; tests/test_sampler.c). The model's own decode products round a
             // row alike at any count (model_decode_rows_free), so with them down to the
             // running rows. Moving the rows copies their KV cache, so not at every stop.
-            int least = model_decode_rows_free(m) ? 1 : SAMPLER_MIN_ROWS;
+            int rows_free = model_decode_rows_free(m), least = rows_free ? 1 : SAMPLER_MIN_ROWS;
+            int least_half = rows_free ? SAMPLER_MIN_SPLIT_ROWS : SAMPLER_MIN_ROWS;
             if (B > least && n_active <= B - B / 8) {
                 int nb = n_active > least ? n_active : least;
                 rows_to_front(m, seq, tok, row_on, running_rows(seq, active, B, row_on), nb);
                 B = nb;
             }
-            if (split > 0 && n_active >= 2 * SAMPLER_MIN_ROWS && n_park < (int)(sizeof park / sizeof *park) &&
+            if (split > 0 && n_active >= 2 * least_half && n_park < (int)(sizeof park / sizeof *park) &&
                 running_cache_bytes(m, seq, active, prompt_len, B, t) > split) {
                 int k = running_rows(seq, active, B, row_on), h = k / 2;
                 // the second half waits in its rows, which the first half's never reach:

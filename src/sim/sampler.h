@@ -36,12 +36,17 @@ typedef struct {
     int no_compact;
     // CPU: the KV cache bytes a decode batch may read per step (its running rows' cache)
     // before it runs on as two halves, one after the other, each at least SAMPLER_MIN_ROWS
-    // rows; 0: never. Responses do not depend on it (run.decode_cache_mib).
+    // rows (SAMPLER_MIN_SPLIT_ROWS with the model's own decode products); 0: never.
+    // Responses do not depend on it (run.decode_cache_mib).
     size_t split_bytes;
 } SamplerConfig;
 
-// sampler_generate's batch is not compacted below this many rows
+// sampler_generate's batch is not compacted below this many rows, nor split into halves
+// of fewer, where its products are OpenBLAS's (model_decode_rows_free)
 #define SAMPLER_MIN_ROWS 32
+// the least rows of a split's half with the model's own decode products, whose numbers do
+// not depend on the rows: fewer would read the weights for too few rows
+#define SAMPLER_MIN_SPLIT_ROWS 16
 
 // the most tokens an environment writes at once
 #define SAMPLER_ENV_MAX 8
