@@ -179,7 +179,13 @@ void kn_kv_store(Backend *b, float *cache, const float *src, const int *start, c
 void kn_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                          const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
                          int hd) {
-    DISPATCH(attention_decode, out, q, kcache, vcache, pos, B, Tmax, NH, NKV, hd);
+#ifdef GRPOLAB_CUDA
+    if (b->kind == BACKEND_CUDA) {
+        cuda_attention_decode(b, out, q, kcache, vcache, pos, B, Tmax, NH, NKV, hd);
+        return;
+    }
+#endif
+    cpu_attention_decode(b, out, q, kcache, vcache, pos, NULL, NULL, B, Tmax, NH, NKV, hd);
 }
 void kn_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
     DISPATCH(swiglu_forward, out, gate, up, n);

@@ -896,15 +896,15 @@ static inline __attribute__((always_inline)) __m256 scores8(const float *qh, con
 }
 
 // out_h += sum_s p_h[s] v_s for NHB heads that share one KV head (vr: its first value row),
-// each sum in ascending s with products rounded first, as the scalar loop; the NHB * HC
-// accumulators stay in registers.
+// each sum in ascending s onto out_h's values, with products rounded first, as the scalar
+// loop; the NHB * HC accumulators stay in registers.
 static inline __attribute__((always_inline)) void values_heads(float *o, size_t ostride,
                                                                const float *p, size_t pstride,
                                                                const float *vr, size_t stride,
                                                                int nk, const int HC, const int NHB) {
     __m256 acc[NHB][HC];
     for (int j = 0; j < NHB; j++)
-        for (int c = 0; c < HC; c++) acc[j][c] = _mm256_setzero_ps();
+        for (int c = 0; c < HC; c++) acc[j][c] = _mm256_loadu_ps(o + (size_t)j * ostride + 8 * c);
     for (int s = 0; s < nk; s++) {
         const float *v = vr + (size_t)s * stride;
         prefetch_row(v + DECODE_PREFETCH_ROWS * stride, (size_t)HC * 8);
@@ -919,10 +919,11 @@ static inline __attribute__((always_inline)) void values_heads(float *o, size_t 
 }
 #endif
 
-// prob[h][s] = q_h . k_s for positions [0, nk) of every head, in dot_lanes8's order.
+// prob[h][s] = q_h . k_s for positions [s0, nk) of every head, in dot_lanes8's order (kb:
+// the keys of position 0 on).
 static void decode_scores(float *prob, size_t Tmax, const float *qb, const float *kb,
-                          size_t kvstride, int NH, int group, int hd, int nk) {
-    int s = 0;
+                          size_t kvstride, int NH, int group, int hd, int s0, int nk) {
+    int s = s0;
 #ifdef __AVX2__
     if (attention_vector && (hd == 32 || hd == 64)) {
         for (; s + 8 <= nk; s += 8) {
@@ -943,22 +944,24 @@ static void decode_scores(float *prob, size_t Tmax, const float *qb, const float
                 dot_lanes8(qb + (size_t)h * hd, kb + (size_t)s * kvstride + (size_t)(h / group) * hd, hd);
 }
 
-// out_h = sum_s p_h[s] v_s (ob zeroed by the caller), each sum in ascending s.
+// out_h += sum_s p_h[s] v_s over positions [s0, nk) (vb: the values of position 0 on; ob
+// zeroed by the caller before the first range), each sum in ascending s.
 static void decode_values(float *ob, const float *prob, size_t Tmax, const float *vb,
-                          size_t kvstride, int NH, int group, int hd, int nk) {
+                          size_t kvstride, int NH, int group, int hd, int s0, int nk) {
+    if (nk <= s0) return;
 #ifdef __AVX2__
     if (attention_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
         int nhb = hd == 32 ? 2 : 1;
         for (int h = 0; h < NH; h += nhb) {
             float *o = ob + (size_t)h * hd;
-            const float *p = prob + (size_t)h * Tmax, *vr = vb + (size_t)(h / group) * hd;
-            if (hd == 32) values_heads(o, hd, p, Tmax, vr, kvstride, nk, 4, 2);
-            else values_heads(o, hd, p, Tmax, vr, kvstride, nk, 8, 1);
+            const float *p = prob + (size_t)h * Tmax + s0, *vr = vb + (size_t)s0 * kvstride + (size_t)(h / group) * hd;
+            if (hd == 32) values_heads(o, hd, p, Tmax, vr, kvstride, nk - s0, 4, 2);
+            else values_heads(o, hd, p, Tmax, vr, kvstride, nk - s0, 8, 1);
         }
         return;
     }
 #endif
-    for (int s = 0; s < nk; s++) {
+    for (int s = s0; s < nk; s++) {
         const float *vr = vb + (size_t)s * kvstride;
         prefetch_row(vr + DECODE_PREFETCH_ROWS * kvstride, kvstride);
         for (int h = 0; h < NH; h++) {
@@ -971,8 +974,8 @@ static void decode_values(float *ob, const float *prob, size_t Tmax, const float
 }
 
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
-                          const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
-                          int hd) {
+                          const float *vcache, const int *pos, const int *share, const int *plen,
+                          int B, int Tmax, int NH, int NKV, int hd) {
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hd);
     size_t kvstride = (size_t)NKV * hd;
@@ -988,14 +991,20 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
             const float *qb = q + (size_t)bb * NH * hd;
             const float *kb = kcache + (size_t)bb * Tmax * kvstride;
             const float *vb = vcache + (size_t)bb * Tmax * kvstride;
-            decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, nk);
+            // positions [0, np) from the row that shares them (the same numbers, likely cached)
+            int np = share && share[bb] != bb ? (plen[bb] < nk ? plen[bb] : nk) : 0;
+            const float *ks = np ? kcache + (size_t)share[bb] * Tmax * kvstride : kb;
+            const float *vs = np ? vcache + (size_t)share[bb] * Tmax * kvstride : vb;
+            decode_scores(prob, (size_t)Tmax, qb, ks, kvstride, NH, group, hd, 0, np);
+            decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
             for (int h = 0; h < NH; h++) {  // softmax of each head's scores
                 float *p = prob + (size_t)h * Tmax;
                 float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale, 0);
 #pragma omp simd
                 for (int s = 0; s < nk; s++) p[s] *= inv;
             }
-            decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, nk);
+            decode_values(ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
+            decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
         }
         free(prob);
     }

@@ -32,9 +32,11 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                             const int *lengths, int B, int T, int NH, int NKV, int hd);
 void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
                   int B, int T, int Tmax, int W);
+// share, plen (B) or NULL: row b reads its positions [0, plen[b]) from row share[b] of the
+// cache, which holds the same keys and values there (a group's prompt), the rest from its own
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
-                          const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
-                          int hd);
+                          const float *vcache, const int *pos, const int *share, const int *plen,
+                          int B, int Tmax, int NH, int NKV, int hd);
 // 0: the attention kernels take their scalar loops only (the reference their vector paths
 // must equal bit for bit: tests/test_kernels.c); 1 (the default): the vector paths where
 // they have them (the decode's scores and value sums, every softmax's exponentials).

@@ -81,6 +81,11 @@ struct Model {
     int dec_B;     // sequences in the current decode (set by prefill)
     float **kcache, **vcache;  // per layer (kv_B, max_seq_len, NKV*hd)
     int *kv_len;               // host (kv_B)
+    // Rows whose prompts the prefill ran once (a group's responses) hold equal copies of its
+    // keys and values; the decode reads a row's prompt positions [0, kv_plen) from the
+    // batch's first row of its group, kv_share, where the other rows of the group find them
+    // in the CPU's caches. kv_grp: the row's prompt (-1: none shared), moved with the row.
+    int *kv_grp, *kv_plen, *kv_share;  // host (kv_B)
     float *dec;                // decoding activations
     float *dec_act[NUM_DEC];
     int *d_dec_tokens;   // (kv_B) the decoded tokens
@@ -306,6 +311,9 @@ static void free_kv(Model *m) {
     free(m->kcache);
     free(m->vcache);
     free(m->kv_len);
+    free(m->kv_grp);
+    free(m->kv_plen);
+    free(m->kv_share);
     free(m->h_scratch);
     bk_free(m->bk, m->dec);
     bk_free(m->bk, m->d_dec_tokens);
@@ -764,6 +772,9 @@ void model_kv_alloc(Model *m, int B) {
         m->vcache[l] = bk_alloc(m->bk, (size_t)B * per_seq * sizeof(float));
     }
     m->kv_len = xcalloc((size_t)B, sizeof(int));
+    m->kv_grp = xcalloc((size_t)B, sizeof(int));
+    m->kv_plen = xcalloc((size_t)B, sizeof(int));
+    m->kv_share = xcalloc((size_t)B, sizeof(int));
     m->h_scratch = xcalloc((size_t)B, sizeof(int));
     size_t C = (size_t)c->d_model, F = (size_t)c->d_ff;
     size_t sizes[NUM_DEC] = {C, C, 1, QW, KW, KW, QW, C, F, F, F};
@@ -787,6 +798,17 @@ size_t model_kv_position_bytes(const Model *m) {
     return 2 * (size_t)m->cfg.n_layers * m->cfg.n_kv_heads * m->head_dim * sizeof(float);
 }
 
+// kv_share of rows [0, B): the first row of the batch with the same kv_grp, else the row itself
+static void update_shares(Model *m, int B) {
+    int *first = m->h_scratch;  // first[g]: the first row of prompt g (g < kv_B)
+    for (int j = 0; j < m->kv_B; j++) first[j] = -1;
+    for (int j = 0; j < B; j++) {
+        int g = m->kv_grp[j];
+        if (g >= 0 && first[g] < 0) first[g] = j;
+        m->kv_share[j] = g >= 0 ? first[g] : j;
+    }
+}
+
 void model_decode_compact(Model *m, const int *keep, int n_keep, int B) {
     if (n_keep < 0 || n_keep > B || B > m->kv_B)
         die("model_decode_compact: %d rows into %d of a cache of %d", n_keep, B, m->kv_B);
@@ -804,9 +826,15 @@ void model_decode_compact(Model *m, const int *keep, int n_keep, int B) {
             bk_copy(m->bk, m->vcache[l] + (size_t)j * row, m->vcache[l] + (size_t)b * row, bytes);
         }
         m->kv_len[j] = m->kv_len[b];
+        m->kv_grp[j] = m->kv_grp[b];
+        m->kv_plen[j] = m->kv_plen[b];
     }
-    for (int j = n_keep; j < B; j++) m->kv_len[j] = 0;
+    for (int j = n_keep; j < B; j++) {
+        m->kv_len[j] = 0;
+        m->kv_grp[j] = -1;
+    }
     m->dec_B = B;
+    update_shares(m, B);
 }
 
 // logits (B,V) of rows x (B,C) after the final norm
@@ -896,8 +924,12 @@ void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T
         bk_copy(m->bk, x_last + (size_t)b * C, x_final + ((size_t)of[b] * T + lengths[b] - 1) * C,
                 (size_t)C * sizeof(float));
         m->kv_len[b] = lengths[b];
+        // only copies are equal for sure: a prompt that ran once per row may round otherwise
+        m->kv_grp[b] = n < B ? of[b] : -1;
+        m->kv_plen[b] = lengths[b];
     }
     m->dec_B = B;
+    update_shares(m, B);
     head_logits(m, logits, x_last, B);
     free(of);
     free(rep);
@@ -947,8 +979,12 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
         kn_rope_forward(bk, k, m->d_store_start, B, NKV, hd, c->rope_theta);
         kn_kv_store(bk, m->kcache[l], k, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
         kn_kv_store(bk, m->vcache[l], v, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
-        kn_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, B,
-                            c->max_seq_len, NH, NKV, hd);
+        if (bk->kind == BACKEND_CPU)  // a group's prompt read from its first row (kv_share)
+            cpu_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, m->kv_share,
+                                 m->kv_plen, B, c->max_seq_len, NH, NKV, hd);
+        else
+            kn_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, B,
+                                c->max_seq_len, NH, NKV, hd);
         dec_matmul(m, proj, atty, 7 * l + 3, B);
         kn_add(bk, x, x, proj, (size_t)B * C);
         kn_rmsnorm_forward(bk, ln, rstd, x, layer_param(P, m, l, T_MLP_NORM), B, C, c->norm_eps);
