@@ -13,7 +13,13 @@ CC ?= gcc
 ifeq ($(origin CC),default)
 CC := gcc
 endif
-OPT ?= -O3 -march=native
+# gcc vectorises a loop at the CPU's preferred width, and a vectorised reduction's order, so
+# its rounding, follows the width: -march=native on a Xeon that gcc 12 takes for
+# icelake-client prefers 512-bit vectors where a Skylake-X or an AVX2 CPU takes 256, and a
+# fig5 run's numbers differed. 256 on every x86-64 CPU keeps them alike (docs/kernels.md,
+# "Determinism"); the kernels that want 512-bit vectors ask for them (cpu_ops.c).
+VEC_OPT := $(if $(filter x86_64,$(shell uname -m)),-mprefer-vector-width=256)
+OPT ?= -O3 -march=native $(VEC_OPT)
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fno-math-errno -Wall -Wextra -Wno-unused-parameter -fopenmp -g
 CFLAGS := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 
