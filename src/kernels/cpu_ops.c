@@ -255,6 +255,8 @@ void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *d
 #define DEC_ROWS 8
 
 static int dec_panels(int OC) { return (OC + 16 * DEC_PANEL_V - 1) / (16 * DEC_PANEL_V); }
+// where panel p starts in the packed weights: every panel before the last is whole
+static size_t dec_panel_offset(int C, int p) { return (size_t)p * C * 16 * DEC_PANEL_V; }
 // vectors of panel p
 static int dec_panel_vectors(int OC, int p) {
     int left = (OC - p * 16 * DEC_PANEL_V + 15) / 16;
@@ -323,23 +325,20 @@ void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int
         int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
         int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
         __mmask16 mask = (__mmask16)(last >= 16 ? 0xFFFF : (1u << last) - 1);
-        size_t off = 0;
-        for (int q = 0; q < p; q++) off += (size_t)C * 16 * dec_panel_vectors(OC, q);
-        dec_tile_any(out + (size_t)r0 * OC + o0, (size_t)OC, inp + (size_t)r0 * C, (size_t)C, wp + off, C,
-                     R, V, mask);
+        dec_tile_any(out + (size_t)r0 * OC + o0, (size_t)OC, inp + (size_t)r0 * C, (size_t)C,
+                     wp + dec_panel_offset(C, p), C, R, V, mask);
     }
 #else
     // the scalar order (no AVX-512: cpu_decode_matches_blas keeps OpenBLAS in use instead)
-    size_t off = 0;
     for (int p = 0; p < dec_panels(OC); p++) {
         int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
+        size_t off = dec_panel_offset(C, p);
         for (int n = 0; n < N; n++)
             for (int j = 0; j < w && o0 + j < OC; j++) {
                 float acc = 0.0f;
                 for (int k = 0; k < C; k++) acc = fmaf(inp[(size_t)n * C + k], wp[off + (size_t)k * w + j], acc);
                 out[(size_t)n * OC + o0 + j] = acc;
             }
-        off += (size_t)C * w;
     }
 #endif
 }

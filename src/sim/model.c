@@ -216,6 +216,12 @@ static void dec_shape(const Model *m, int i, int *C, int *OC) {
     *OC = i == 7 * c->n_layers ? c->vocab_size : out[k];
 }
 
+// the weights (as the model holds them) of product i
+static const float *dec_weight(const Model *m, int i) {
+    int L = m->cfg.n_layers;
+    return i == 7 * L ? head_param(m->params, m) : layer_param(m->params, m, i / 7, dec_tensor[i % 7]);
+}
+
 static int own_decode = 1;
 void model_decode_own_products(int on) { own_decode = on; }
 int model_decode_rows_free(const Model *m) { return m->dec_own; }
@@ -265,21 +271,18 @@ static void dec_pack(Model *m) {
     for (int i = 0; i <= 7 * L; i++) {
         int C, OC;
         dec_shape(m, i, &C, &OC);
-        const float *W = i == 7 * L ? head_param(m->params, m) : layer_param(m->params, m, i / 7, dec_tensor[i % 7]);
-        cpu_decode_pack(m->dec_wp + m->dec_wp_off[i], W, C, OC);
+        cpu_decode_pack(m->dec_wp + m->dec_wp_off[i], dec_weight(m, i), C, OC);
     }
 }
 
 // out (B,OC) = inp (B,C) @ W^T for product i of the decode step (dec_tensor; 7 n_layers: the head)
 static void dec_matmul(Model *m, float *out, const float *inp, int i, int B) {
-    int C, OC, L = m->cfg.n_layers;
+    int C, OC;
     dec_shape(m, i, &C, &OC);
-    if (m->dec_own) {
+    if (m->dec_own)
         cpu_decode_matmul(out, inp, m->dec_wp + m->dec_wp_off[i], B, C, OC);
-        return;
-    }
-    const float *W = i == 7 * L ? head_param(m->params, m) : layer_param(m->params, m, i / 7, dec_tensor[i % 7]);
-    kn_matmul_forward(m->bk, out, inp, W, B, C, OC);
+    else
+        kn_matmul_forward(m->bk, out, inp, dec_weight(m, i), B, C, OC);
 }
 
 Model *model_create(Backend *bk, const ModelConfig *c) {
