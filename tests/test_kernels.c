@@ -524,12 +524,12 @@ static void test_attention_vector_matches_scalar(void **state) {
             dq[path] = fnew(nq);
             dk[path] = fnew(nkv);
             dv[path] = fnew(nkv);
-            cpu_attention_vector(path == 0);
+            cpu_attention_vector(path == 0 ? 2 : 0);
             kn_attention_forward(bk, out[path], att[path], q, k, v, cases[ci].len, B, T, NH, NKV, hd);
             kn_attention_backward(bk, dq[path], dk[path], dv[path], dout, att[path], q, k, v,
                                   cases[ci].len, B, T, NH, NKV, hd);
         }
-        cpu_attention_vector(1);
+        cpu_attention_vector(2);
         assert_memory_equal(out[0], out[1], nq * sizeof(float));
         assert_memory_equal(att[0], att[1], natt * sizeof(float));
         assert_memory_equal(dq[0], dq[1], nq * sizeof(float));
@@ -611,33 +611,37 @@ static void test_decode_matmul_is_fma_chain(void **state) {
            checked, cpu_decode_matches_blas(128, 128), cpu_decode_matches_blas(128, 344));
 }
 
-// The decode's vector path (head sizes 32 and 64) computes its scores and value sums in the
-// order of its scalar loops (cpu_ops.c, dot_lanes8), so it equals them bit for bit: keys
-// with exact zeros of both signs, every position count from 1 to 70 (whole blocks of 8
-// and remainders), GQA groups of 1, 2 and 4.
+// The decode's vector paths (head sizes 32 and 64; 256-bit, and 512-bit where the build has
+// AVX-512) compute their scores and value sums in the order of its scalar loops (cpu_ops.c,
+// dot_lanes8), so they equal them bit for bit: keys with exact zeros of both signs, every
+// position count from 1 to 70 (whole blocks of 8 and remainders), GQA groups of 1 to 4, and
+// head counts that the 512-bit value sums take in one pass (up to 256 floats) or not.
 static void test_decode_vector_matches_scalar(void **state) {
-    const int shapes[][3] = {{4, 2, 32}, {4, 1, 32}, {4, 4, 32}, {8, 2, 64}, {2, 2, 64}, {4, 2, 16}};
+    const int shapes[][3] = {{4, 2, 32}, {4, 1, 32}, {4, 4, 32}, {8, 2, 64}, {2, 2, 64}, {4, 2, 16},
+                             {8, 4, 32}, {6, 3, 32}, {3, 1, 64}, {16, 8, 32}};
     enum { B = 70, Tmax = 72 };
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         int NH = shapes[si][0], NKV = shapes[si][1], hd = shapes[si][2];
         size_t W = (size_t)NKV * hd, nq = (size_t)B * NH * hd;
         float *q = frand(nq, 70 + si, -2, 2), *kc = frand((size_t)B * Tmax * W, 80 + si, -2, 2);
-        float *vc = frand((size_t)B * Tmax * W, 90 + si, -1, 1), *ov = fnew(nq), *os = fnew(nq);
+        float *vc = frand((size_t)B * Tmax * W, 90 + si, -1, 1), *o[3];
         for (size_t i = 0; i < (size_t)B * Tmax * W; i += 7) kc[i] = (i / 7) % 2 ? 0.0f : -0.0f;
         int pos[B];
         for (int b = 0; b < B; b++) pos[b] = b;  // row b attends to b + 1 positions
-        kn_attention_decode(bk, ov, q, kc, vc, pos, B, Tmax, NH, NKV, hd);
-        cpu_attention_vector(0);
-        kn_attention_decode(bk, os, q, kc, vc, pos, B, Tmax, NH, NKV, hd);
-        cpu_attention_vector(1);
-        assert_memory_equal(ov, os, nq * sizeof(float));
+        for (int level = 0; level < 3; level++) {  // scalar, 256-bit, widest
+            o[level] = fnew(nq);
+            cpu_attention_vector(level);
+            kn_attention_decode(bk, o[level], q, kc, vc, pos, B, Tmax, NH, NKV, hd);
+        }
+        cpu_attention_vector(2);
+        assert_memory_equal(o[1], o[0], nq * sizeof(float));
+        assert_memory_equal(o[2], o[0], nq * sizeof(float));
         free(q);
         free(kc);
         free(vc);
-        free(ov);
-        free(os);
+        for (int level = 0; level < 3; level++) free(o[level]);
     }
-    printf("  attention_decode vector path = scalar loops, bit for bit (6 shapes, 1..70 positions)\n");
+    printf("  attention_decode vector paths = scalar loops, bit for bit (10 shapes, 1..70 positions)\n");
 }
 
 static void test_kv_decode(void **state) {

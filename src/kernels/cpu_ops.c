@@ -463,22 +463,20 @@ static inline float row_max(const float *x, int n) {
     return m;
 }
 
-static int attention_vector = 1;
-void cpu_attention_vector(int on) { attention_vector = on; }
+static int attention_vector = 2;
+void cpu_attention_vector(int level) { attention_vector = level; }
 
 // p[s] = exp_fast((p[s] - maxv) * scale) for s < n (the softmax's numerators), and their
 // sum in a fixed order: of the first m = 8 floor(n / 8), p[s] is added to lane s % 8 in
 // ascending s; the rest to lane 0 in order; the 8 lanes are summed in order 0..7 onto +0.
 // It is the order gcc 12 gave the earlier `omp simd reduction` loop with 8-float vectors,
-// so no softmax changed with it (the order of dot_lanes8 below). With wide = 1 the vector
-// path computes 16 exponentials at a time and adds them to the lanes as two vectors of 8;
-// the decode passes 0 (the compiler's 8-float vectors of the loops below): with 512-bit
-// vectors there the rollout at the budget ran up to 9% slower (docs/benchmarks.md).
-static inline float exp_sum(float *p, int n, float maxv, float scale, int wide) {
+// so no softmax changed with it (the order of dot_lanes8 below). The AVX-512 path computes
+// 16 exponentials at a time and adds them to the lanes as two vectors of 8.
+static inline float exp_sum(float *p, int n, float maxv, float scale) {
     float lane[8] = {0};
     int s = 0, m = n / 8 * 8;
 #ifdef __AVX512F__
-    if (attention_vector && wide) {
+    if (attention_vector >= 2) {
         __m512 mv = _mm512_set1_ps(maxv), sc = _mm512_set1_ps(scale);
         __m256 acc = _mm256_setzero_ps();
         for (; s + 32 <= m; s += 32) {  // two at a time: independent chains hide the latency
@@ -667,7 +665,7 @@ static void causal_scores(int L, int hd, float alpha, const float *A, int lda, c
     size_t ldbt = (size_t)bt_ld(L);
     int t0 = 0;
 #ifdef __AVX512F__
-    if (attention_vector) {
+    if (attention_vector >= 2) {
         for (; t0 + 8 <= L; t0 += 8)
             for (int s0 = 0; s0 < t0 + 8; s0 += 32)
                 scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
@@ -690,12 +688,12 @@ static void causal_scores(int L, int hd, float alpha, const float *A, int lda, c
 static void causal_tn_own(int L, int hd, const float *P, int ldp, const float *X, int ldx, float *D, int ldd) {
     int c = 0;
 #ifdef __AVX512F__
-    if (attention_vector && hd == 32) {
+    if (attention_vector >= 2 && hd == 32) {
         for (; c + 8 <= L; c += 8)
             tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 8, 2);
         for (; c < L; c++)
             tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 1, 2);
-    } else if (attention_vector && hd == 64) {
+    } else if (attention_vector >= 2 && hd == 64) {
         for (; c + 4 <= L; c += 4)
             tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 4, 4);
         for (; c < L; c++)
@@ -745,7 +743,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                             memset(pr, 0, (size_t)T * sizeof(float));
                             continue;
                         }
-                        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f, 1);
+                        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
 #pragma omp simd
                         for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
                         memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
@@ -878,13 +876,18 @@ static inline __m256 lane_sums8(const __m256 a[8]) {
     return _mm256_add_ps(d, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-// Scores of query head qh (HC * 8 floats) against the keys of 8 positions (rows kr,
-// kr + stride, ...), in dot_lanes8's order. HC is a constant at each call, so the loops
+// Scores of query head qh (HC * 8 floats) against the keys of n <= 8 positions (rows kr,
+// kr + stride, ...), in dot_lanes8's order; each position's score is its own lane, so the
+// lanes past n (zero) change no other. HC is a constant at each call, so the loops
 // unroll and the 8 lane vectors stay in registers.
 static inline __attribute__((always_inline)) __m256 scores8(const float *qh, const float *kr,
-                                                           size_t stride, const int HC) {
+                                                           size_t stride, const int HC, int n) {
     __m256 a[8];
     for (int p = 0; p < 8; p++) {
+        if (p >= n) {  // fewer than 8 positions: the rest score 0 and are not used
+            a[p] = _mm256_setzero_ps();
+            continue;
+        }
         const float *k = kr + (size_t)p * stride;
         __m256 s = _mm256_mul_ps(_mm256_loadu_ps(qh), _mm256_loadu_ps(k));
         for (int c = 1; c < HC; c++)
@@ -901,7 +904,7 @@ static inline __attribute__((always_inline)) void values_heads(float *o, size_t 
                                                                const float *p, size_t pstride,
                                                                const float *vr, size_t stride,
                                                                int nk, const int HC, const int NHB) {
-    __m256 acc[NHB][HC];
+    __m256 acc[2][8];  // NHB <= 2, HC <= 8 (of fixed size: gcc keeps a variable-length array in memory)
     for (int j = 0; j < NHB; j++)
         for (int c = 0; c < HC; c++) acc[j][c] = _mm256_loadu_ps(o + (size_t)j * ostride + 8 * c);
     for (int s = 0; s < nk; s++) {
@@ -918,23 +921,153 @@ static inline __attribute__((always_inline)) void values_heads(float *o, size_t 
 }
 #endif
 
+#ifdef __AVX512F__
+// lane_sums8 on two sets of 8 vectors at once: a[p] holds one set in its low 8 floats and
+// the other in its high 8; the result holds each set's 8 sums in the same half, each in
+// lane_sums8's order. The in-lane shuffles act on both halves alike; the 128-bit swaps
+// that cross a half there take the matching quarters of each half here.
+static inline __m512 lane_sums8x2(const __m512 a[8]) {
+    __m512 t0 = _mm512_unpacklo_ps(a[0], a[1]), t1 = _mm512_unpackhi_ps(a[0], a[1]);
+    __m512 t2 = _mm512_unpacklo_ps(a[2], a[3]), t3 = _mm512_unpackhi_ps(a[2], a[3]);
+    __m512 t4 = _mm512_unpacklo_ps(a[4], a[5]), t5 = _mm512_unpackhi_ps(a[4], a[5]);
+    __m512 t6 = _mm512_unpacklo_ps(a[6], a[7]), t7 = _mm512_unpackhi_ps(a[6], a[7]);
+    __m512 u0 = _mm512_shuffle_ps(t0, t2, 0x44), u1 = _mm512_shuffle_ps(t0, t2, 0xEE);
+    __m512 u2 = _mm512_shuffle_ps(t1, t3, 0x44), u3 = _mm512_shuffle_ps(t1, t3, 0xEE);
+    __m512 u4 = _mm512_shuffle_ps(t4, t6, 0x44), u5 = _mm512_shuffle_ps(t4, t6, 0xEE);
+    __m512 u6 = _mm512_shuffle_ps(t5, t7, 0x44), u7 = _mm512_shuffle_ps(t5, t7, 0xEE);
+    // _mm256_permute2f128_ps(x, y, 0x20) in each half: x's first quarter, y's first quarter
+    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+    const __m512i hi = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    __m512 d = _mm512_add_ps(_mm512_setzero_ps(), _mm512_permutex2var_ps(u0, lo, u4));
+    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u1, lo, u5));
+    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u2, lo, u6));
+    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u3, lo, u7));
+    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u0, hi, u4));
+    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u1, hi, u5));
+    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u2, hi, u6));
+    return _mm512_add_ps(d, _mm512_permutex2var_ps(u3, hi, u7));
+}
+
+// 8 floats at x in both halves of a vector of 16 (a broadcast load)
+static inline __m512 bcast8(const float *x) {
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
+}
+
+// scores8 of two query heads that share one KV head, at once: qp[c] holds chunk c of the
+// first head's query in its low 8 floats and of the second's in its high 8; each key chunk is
+// read once into both halves. The low 8 floats of the result are the first head's scores.
+static inline __attribute__((always_inline)) __m512 scores8_pair(const __m512 *qp, const float *kr,
+                                                                size_t stride, const int HC, int n) {
+    __m512 a[8];
+    for (int p = 0; p < 8; p++) {
+        if (p >= n) {
+            a[p] = _mm512_setzero_ps();
+            continue;
+        }
+        const float *k = kr + (size_t)p * stride;
+        __m512 s = _mm512_mul_ps(qp[0], bcast8(k));
+        for (int c = 1; c < HC; c++)
+            s = _mm512_add_ps(s, _mm512_mul_ps(qp[c], bcast8(k + 8 * c)));
+        a[p] = s;
+    }
+    return lane_sums8x2(a);
+}
+
+// values_heads with 16 floats to a vector, for NHB heads at once (head j's values at
+// vr + voff[j]; out_h at o + j * hd): each output float's sum is the same chain in ascending
+// s, so the width does not change a number. One pass over the value rows serves all NHB heads.
+static inline __attribute__((always_inline)) void values16(float *o, int hd, const float *p, size_t pstride,
+                                                           const float *vr, const size_t *voff,
+                                                           size_t stride, int nk, const int HC, const int NHB) {
+    __m512 acc[16];  // NHB * HC <= 16 (of fixed size: gcc keeps a variable-length array in memory)
+    const float *vh[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < NHB; j++) {
+        vh[j] = vr + voff[j];
+#pragma GCC unroll 16
+        for (int c = 0; c < HC; c++) acc[j * HC + c] = _mm512_loadu_ps(o + (size_t)j * hd + 16 * c);
+    }
+    for (int s = 0; s < nk; s++) {
+        prefetch_row(vr + (size_t)(s + DECODE_PREFETCH_ROWS) * stride, stride);
+#pragma GCC unroll 16
+        for (int j = 0; j < NHB; j++) {
+            __m512 ps = _mm512_set1_ps(p[(size_t)j * pstride + s]);
+            const float *v = vh[j] + (size_t)s * stride;
+#pragma GCC unroll 16
+            for (int c = 0; c < HC; c++)
+                acc[j * HC + c] = _mm512_add_ps(acc[j * HC + c], _mm512_mul_ps(ps, _mm512_loadu_ps(v + 16 * c)));
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NHB; j++)
+#pragma GCC unroll 16
+        for (int c = 0; c < HC; c++) _mm512_storeu_ps(o + (size_t)j * hd + 16 * c, acc[j * HC + c]);
+}
+#endif
+
 // prob[h][s] = q_h . k_s for positions [s0, nk) of every head, in dot_lanes8's order (kb:
 // the keys of position 0 on).
 static void decode_scores(float *prob, size_t Tmax, const float *qb, const float *kb,
                           size_t kvstride, int NH, int group, int hd, int s0, int nk) {
     int s = s0;
-#ifdef __AVX2__
-    if (attention_vector && (hd == 32 || hd == 64)) {
+#ifdef __AVX512F__
+    // heads in pairs that share a KV head, two to a vector (their queries paired once)
+    if (attention_vector >= 2 && (hd == 32 || hd == 64) && group % 2 == 0 && NH / 2 * (hd / 8) <= 32) {
+        __m512 qp[32];
+        int HC = hd / 8;
+        for (int h = 0; h < NH; h += 2)
+            for (int c = 0; c < HC; c++)
+                qp[h / 2 * HC + c] = _mm512_castpd_ps(_mm512_insertf64x4(
+                    _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(qb + (size_t)h * hd + 8 * c))),
+                    _mm256_castps_pd(_mm256_loadu_ps(qb + (size_t)(h + 1) * hd + 8 * c)), 1));
         for (; s + 8 <= nk; s += 8) {
             const float *kt = kb + (size_t)s * kvstride;
             for (int p = 0; p < 8; p++)
                 prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
-            for (int h = 0; h < NH; h++) {
-                const float *qh = qb + (size_t)h * hd, *kr = kt + (size_t)(h / group) * hd;
-                __m256 d = hd == 32 ? scores8(qh, kr, kvstride, 4) : scores8(qh, kr, kvstride, 8);
-                _mm256_storeu_ps(prob + (size_t)h * Tmax + s, d);
+            for (int h = 0; h < NH; h += 2) {
+                const float *kr = kt + (size_t)(h / group) * hd;
+                __m512 d = hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, 8)
+                                    : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, 8);
+                _mm256_storeu_ps(prob + (size_t)h * Tmax + s, lo8(d));
+                _mm256_storeu_ps(prob + (size_t)(h + 1) * Tmax + s, hi8(d));
             }
         }
+        if (s < nk) {  // the last 1..7 positions, the missing ones as zero keys
+            int n = nk - s;
+            const float *kt = kb + (size_t)s * kvstride;
+            for (int h = 0; h < NH; h += 2) {
+                const float *kr = kt + (size_t)(h / group) * hd;
+                float t[16];
+                _mm512_storeu_ps(t, hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, n)
+                                             : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, n));
+                memcpy(prob + (size_t)h * Tmax + s, t, (size_t)n * sizeof(float));
+                memcpy(prob + (size_t)(h + 1) * Tmax + s, t + 8, (size_t)n * sizeof(float));
+            }
+        }
+        return;
+    }
+#endif
+#ifdef __AVX2__
+    if (attention_vector && (hd == 32 || hd == 64)) {
+        for (; s < nk; s += 8) {
+            int n = nk - s < 8 ? nk - s : 8;  // the last block: the missing positions as zero keys
+            const float *kt = kb + (size_t)s * kvstride;
+            if (n == 8)
+                for (int p = 0; p < 8; p++)
+                    prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
+            for (int h = 0; h < NH; h++) {
+                const float *qh = qb + (size_t)h * hd, *kr = kt + (size_t)(h / group) * hd;
+                if (n == 8) {
+                    __m256 d = hd == 32 ? scores8(qh, kr, kvstride, 4, 8) : scores8(qh, kr, kvstride, 8, 8);
+                    _mm256_storeu_ps(prob + (size_t)h * Tmax + s, d);
+                } else {
+                    float t[8];
+                    _mm256_storeu_ps(t, hd == 32 ? scores8(qh, kr, kvstride, 4, n) : scores8(qh, kr, kvstride, 8, n));
+                    memcpy(prob + (size_t)h * Tmax + s, t, (size_t)n * sizeof(float));
+                }
+            }
+        }
+        return;
     }
 #endif
     for (; s < nk; s++)
@@ -948,6 +1081,31 @@ static void decode_scores(float *prob, size_t Tmax, const float *qb, const float
 static void decode_values(float *ob, const float *prob, size_t Tmax, const float *vb,
                           size_t kvstride, int NH, int group, int hd, int s0, int nk) {
     if (nk <= s0) return;
+#ifdef __AVX512F__
+    // all heads in one pass over the value rows where their sums fit in 16 registers
+    if (attention_vector >= 2 && (hd == 32 || hd == 64) && NH * hd <= 256) {
+        size_t voff[8];
+        for (int h = 0; h < NH; h++) voff[h] = (size_t)(h / group) * hd;
+        const float *p = prob + s0, *vr = vb + (size_t)s0 * kvstride;
+        int n = nk - s0;
+#define VALUES16(HC, NHB) values16(ob, hd, p, Tmax, vr, voff, kvstride, n, HC, NHB)
+        switch (hd / 16 * 16 + NH) {
+        case 2 * 16 + 1: VALUES16(2, 1); return;
+        case 2 * 16 + 2: VALUES16(2, 2); return;
+        case 2 * 16 + 3: VALUES16(2, 3); return;
+        case 2 * 16 + 4: VALUES16(2, 4); return;
+        case 2 * 16 + 5: VALUES16(2, 5); return;
+        case 2 * 16 + 6: VALUES16(2, 6); return;
+        case 2 * 16 + 7: VALUES16(2, 7); return;
+        case 2 * 16 + 8: VALUES16(2, 8); return;
+        case 4 * 16 + 1: VALUES16(4, 1); return;
+        case 4 * 16 + 2: VALUES16(4, 2); return;
+        case 4 * 16 + 3: VALUES16(4, 3); return;
+        case 4 * 16 + 4: VALUES16(4, 4); return;
+        }
+#undef VALUES16
+    }
+#endif
 #ifdef __AVX2__
     if (attention_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
         int nhb = hd == 32 ? 2 : 1;
@@ -998,7 +1156,7 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
             decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
             for (int h = 0; h < NH; h++) {  // softmax of each head's scores
                 float *p = prob + (size_t)h * Tmax;
-                float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale, 0);
+                float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale);
 #pragma omp simd
                 for (int s = 0; s < nk; s++) p[s] *= inv;
             }
