@@ -115,6 +115,24 @@ static double sgemm_limit(Backend *bk, const ModelConfig *c, int rows, int rows_
     return *one > *apart ? *one : *apart;
 }
 
+// The sgemm references of both phases, each the best measured so far: they are measured after
+// every timed step (the machine's limit is the best it reaches; one measurement taken while
+// something else ran would set it too low). The rollout's batch is N rows (a share of N / nt
+// per thread on the CPU); the update's passes have `ur` rows (one pass per thread at once).
+typedef struct {
+    double ro_one, ro_apart, up_one, up_apart;
+} SgemmRef;
+
+static void sgemm_ref_update(SgemmRef *r, Backend *bk, const ModelConfig *c, int N, int ur, int nt) {
+    double one, apart;
+    sgemm_limit(bk, c, N, (N + nt - 1) / nt, nt, &one, &apart);
+    if (one > r->ro_one) r->ro_one = one;
+    if (apart > r->ro_apart) r->ro_apart = apart;
+    sgemm_limit(bk, c, ur, ur, nt, &one, &apart);
+    if (one > r->up_one) r->up_one = one;
+    if (apart > r->up_apart) r->up_apart = apart;
+}
+
 static const CliOption bench_rl_opts[] = {
     {"config", "FILE", "train config of the step (e.g. experiments/fig5/grpo.ini)"},
     {"init", "FILE", "model checkpoint (default: train.init if the file exists, else a fresh model of [model])"},
@@ -288,6 +306,9 @@ int cmd_bench_rl(int argc, char **argv) {
     StepTimes sum = {0};
     TrainState st;
     train_state_alloc(&st, S, B.m, 0);
+    const int N = S->P * S->G, nt = omp_get_max_threads();
+    int ur = 1;  // the update's rows per pass: a micro-batch of the mean sequence length so far
+    SgemmRef ref = {0};
     for (int s = 0; s < warmup + steps && rc == 0; s++) {
         StepTimes t = rl_step(&B, &st, s, s >= warmup ? lf : NULL);
         printf("  %s %d: %6.0f generated tokens (%.1f per response), rollout %.2f s, update %.2f s\n",
@@ -301,17 +322,15 @@ int cmd_bench_rl(int argc, char **argv) {
         sum.seq_tokens += t.seq_tokens;
         sum.rollout_flops += t.rollout_flops;
         sum.update_flops += t.update_flops;
+        int done = s - warmup + 1, rows = (int)(S->micro * (sum.seq_tokens / (done * (double)N)) + 0.5);
+        ur = rows > 0 ? rows : 1;
+        sgemm_ref_update(&ref, bk, &mc, N, ur, nt);
     }
     train_state_free(&st, bk);
     if (lf) fclose(lf);
     if (rc == 0) {
-        int N = S->P * S->G, upd_rows = (int)(S->micro * (sum.seq_tokens / (steps * (double)N)) + 0.5);
-        // the rollout's batch of N rows (a share of N / nt per thread on the CPU); the update's
-        // passes of upd_rows rows (one pass per thread at once on the CPU)
-        int nt = omp_get_max_threads(), ur = upd_rows > 0 ? upd_rows : 1;
-        double ro_one, ro_apart, up_one, up_apart;
-        double sg_ro = sgemm_limit(bk, &mc, N, (N + nt - 1) / nt, nt, &ro_one, &ro_apart);
-        double sg_up = sgemm_limit(bk, &mc, ur, ur, nt, &up_one, &up_apart);
+        double ro_one = ref.ro_one, ro_apart = ref.ro_apart, up_one = ref.up_one, up_apart = ref.up_apart;
+        double sg_ro = ro_one > ro_apart ? ro_one : ro_apart, sg_up = up_one > up_apart ? up_one : up_apart;
         double ro_g = sum.rollout_flops / sum.rollout_s * 1e-9, up_g = sum.update_flops / sum.update_s * 1e-9;
         double step_s = (sum.rollout_s + sum.update_s) / steps;
         printf("  rollout  %8.0f generated tokens/s  %6.2f GFLOP/s  %5.1f%% of sgemm on its shapes "
