@@ -10,15 +10,17 @@
 // split by columns, each column summed in row order, or reduced per fixed block of
 // rows into a partial array whose entries are then summed in block order.
 //
-// OpenBLAS is never called from inside an OpenMP parallel region (concurrent calls are
-// serialised inside OpenBLAS, and its pthread build would oversubscribe the cores);
-// parallel regions and BLAS calls alternate. Small problems run on one thread.
+// At the top level parallel regions and BLAS calls alternate. Inside a parallel region (the
+// sampler's and the update's batches of one thread each) OpenBLAS's OpenMP build runs each
+// call on the calling thread, and so do the kernels below (par_team), which then enter no
+// region at all; small problems run on one thread.
 // A Backend is used by one host thread at a time (its state holds the RoPE table).
 #include <cblas.h>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,16 @@
 #define SUMSQ_BLOCK 16384
 // Below about this many flops / elements a loop runs on one thread (fork/join costs more).
 #define PAR_MIN 8192
+
+// Whether a kernel's loop over `work` floats runs on a team of threads. Below PAR_MIN, on one
+// thread, or inside another parallel region (the sampler's and the update's batches of one
+// thread each, where a team would have one thread) it runs on the calling thread without
+// entering a region: libgomp's parallel region costs about half a microsecond and two futex
+// calls even with a team of one, and a decode step calls the kernels below ~80 times. The
+// loops do the same work in the same order either way.
+static inline int par_team(size_t work) {
+    return work >= PAR_MIN && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
 
 // Positions below this get their RoPE cos/sin from a table, the others are computed.
 #define ROPE_TABLE_MAX 65536
@@ -115,22 +127,37 @@ static inline __m256 hi8(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4
 // ---- elementwise
 
 void cpu_add(Backend *b, float *out, const float *x, const float *y, size_t n) {
-#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+    if (par_team(n)) {
+#pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+    }
 }
 
 void cpu_scale(Backend *b, float *x, float s, size_t n) {
-#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) x[i] *= s;
+    if (par_team(n)) {
+#pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) x[i] *= s;
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) x[i] *= s;
+    }
 }
 
 // ---- token embedding
 
 void cpu_embedding_forward(Backend *b, float *out, const int *tokens, const float *wte, int N,
                            int C) {
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
-    for (int n = 0; n < N; n++)
-        memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(float));
+    if (par_team((size_t)N * C)) {
+#pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; n++)
+            memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(float));
+    } else {
+        for (int n = 0; n < N; n++)
+            memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(float));
+    }
 }
 
 // Split by columns: each task owns EMBED_COL_BLOCK columns of dwte and adds the rows of
@@ -154,19 +181,26 @@ void cpu_embedding_backward(Backend *b, float *dwte, const float *dout, const in
 
 // ---- RMSNorm
 
+static inline void rmsnorm_row(float *o, float *rstd, const float *x, const float *weight, int C,
+                               float eps) {
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int c = 0; c < C; c++) ss += x[c] * x[c];
+    float r = 1.0f / sqrtf(ss / (float)C + eps);
+#pragma omp simd
+    for (int c = 0; c < C; c++) o[c] = x[c] * r * weight[c];
+    *rstd = r;
+}
+
 void cpu_rmsnorm_forward(Backend *b, float *out, float *rstd, const float *inp,
                          const float *weight, int N, int C, float eps) {
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        float ss = 0.0f;
-#pragma omp simd reduction(+ : ss)
-        for (int c = 0; c < C; c++) ss += x[c] * x[c];
-        float r = 1.0f / sqrtf(ss / (float)C + eps);
-#pragma omp simd
-        for (int c = 0; c < C; c++) o[c] = x[c] * r * weight[c];
-        rstd[n] = r;
+    if (par_team((size_t)N * C)) {
+#pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; n++)
+            rmsnorm_row(out + (size_t)n * C, rstd + n, inp + (size_t)n * C, weight, C, eps);
+    } else {
+        for (int n = 0; n < N; n++)
+            rmsnorm_row(out + (size_t)n * C, rstd + n, inp + (size_t)n * C, weight, C, eps);
     }
 }
 
@@ -316,17 +350,26 @@ static void dec_tile_any(float *out, size_t ldo, const float *inp, size_t ldi, c
 #undef DEC_TILE_V
 #endif
 
+#ifdef __AVX512F__
+// Tile t of cpu_decode_matmul: panel t / nt, rows from DEC_ROWS (t % nt)
+static inline void dec_task(float *out, const float *inp, const float *wp, int N, int C, int OC, int nt, int t) {
+    int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
+    int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
+    __mmask16 mask = (__mmask16)(last >= 16 ? 0xFFFF : (1u << last) - 1);
+    dec_tile_any(out + (size_t)r0 * OC + o0, (size_t)OC, inp + (size_t)r0 * C, (size_t)C,
+                 wp + dec_panel_offset(C, p), C, R, V, mask);
+}
+#endif
+
 void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
 #ifdef __AVX512F__
     int np = dec_panels(OC), nt = (N + DEC_ROWS - 1) / DEC_ROWS;
-#pragma omp parallel for schedule(static) if ((size_t)N * C * OC >= 64 * PAR_MIN)
-    for (int t = 0; t < np * nt; t++) {
-        int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
-        int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
-        __mmask16 mask = (__mmask16)(last >= 16 ? 0xFFFF : (1u << last) - 1);
-        dec_tile_any(out + (size_t)r0 * OC + o0, (size_t)OC, inp + (size_t)r0 * C, (size_t)C,
-                     wp + dec_panel_offset(C, p), C, R, V, mask);
+    if (par_team((size_t)N * C * OC / 64)) {
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < np * nt; t++) dec_task(out, inp, wp, N, C, OC, nt, t);
+    } else {
+        for (int t = 0; t < np * nt; t++) dec_task(out, inp, wp, N, C, OC, nt, t);
     }
 #else
     // the scalar order (no AVX-512: cpu_decode_matches_blas keeps OpenBLAS in use instead)
@@ -398,6 +441,28 @@ static void rope_table_cover(CpuBackend *st, int hi, int hd, float theta) {
                     theta);
 }
 
+// The NH heads of one row at position pos (own: room for the angles of a position off the table)
+static inline void rope_row(float *x, int pos, const CpuBackend *st, float *own, int NH, int hd,
+                            float theta, float sign) {
+    int half = hd / 2;
+    const float *cs = own, *sn = own + half;
+    if (pos >= 0 && pos < st->rope_npos) {
+        cs = st->rope_cos + (size_t)pos * half;
+        sn = st->rope_sin + (size_t)pos * half;
+    } else {
+        rope_angles(own, own + half, pos, hd, theta);
+    }
+    for (int h = 0; h < NH; h++) {
+        float *xr = x + (size_t)h * hd;
+#pragma omp simd
+        for (int i = 0; i < half; i++) {
+            float x0 = xr[i], x1 = xr[i + half], s = sign * sn[i];
+            xr[i] = x0 * cs[i] - x1 * s;
+            xr[i + half] = x0 * s + x1 * cs[i];
+        }
+    }
+}
+
 static void rope_apply(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta,
                        float sign) {
     int half = hd / 2;
@@ -406,28 +471,17 @@ static void rope_apply(Backend *b, float *x, const int *pos, int N, int NH, int 
     int hi = 0;
     for (int n = 0; n < N; n++) hi = pos[n] > hi ? pos[n] : hi;
     rope_table_cover(st, hi, hd, theta);
-#pragma omp parallel if ((size_t)N * NH * hd >= PAR_MIN)
-    {
-        float *own = xmalloc((size_t)hd * sizeof(float));  // cos/sin of a row off the table
+    if (par_team((size_t)N * NH * hd)) {
+#pragma omp parallel
+        {
+            float *own = xmalloc((size_t)hd * sizeof(float));  // cos/sin of a row off the table
 #pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            const float *cs = own, *sn = own + half;
-            if (pos[n] >= 0 && pos[n] < st->rope_npos) {
-                cs = st->rope_cos + (size_t)pos[n] * half;
-                sn = st->rope_sin + (size_t)pos[n] * half;
-            } else {
-                rope_angles(own, own + half, pos[n], hd, theta);
-            }
-            for (int h = 0; h < NH; h++) {
-                float *xr = x + ((size_t)n * NH + h) * hd;
-#pragma omp simd
-                for (int i = 0; i < half; i++) {
-                    float x0 = xr[i], x1 = xr[i + half], s = sign * sn[i];
-                    xr[i] = x0 * cs[i] - x1 * s;
-                    xr[i + half] = x0 * s + x1 * cs[i];
-                }
-            }
+            for (int n = 0; n < N; n++) rope_row(x + (size_t)n * NH * hd, pos[n], st, own, NH, hd, theta, sign);
+            free(own);
         }
+    } else {
+        float *own = xmalloc((size_t)hd * sizeof(float));
+        for (int n = 0; n < N; n++) rope_row(x + (size_t)n * NH * hd, pos[n], st, own, NH, hd, theta, sign);
         free(own);
     }
 }
@@ -809,18 +863,25 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
 }
 
 // Rows that would land outside [0, Tmax) are not written (the caller sized the cache).
+static inline void kv_store_row(float *cache, const float *src, int start, int n, int Tmax, int W) {
+    for (int t = 0; t < n; t++) {
+        int dst = start + t;
+        if (dst < 0 || dst >= Tmax) continue;
+        memcpy(cache + (size_t)dst * W, src + (size_t)t * W, (size_t)W * sizeof(float));
+    }
+}
+
 void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
                   int B, int T, int Tmax, int W) {
-#pragma omp parallel for schedule(static) if ((size_t)B * T * W >= PAR_MIN)
-    for (int bb = 0; bb < B; bb++) {
-        int n = count ? (count[bb] < T ? count[bb] : T) : T;
-        for (int t = 0; t < n; t++) {
-            int dst = start[bb] + t;
-            if (dst < 0 || dst >= Tmax) continue;
-            memcpy(cache + ((size_t)bb * Tmax + dst) * W, src + ((size_t)bb * T + t) * W,
-                   (size_t)W * sizeof(float));
-        }
+#define KV_ROW(bb) kv_store_row(cache + (size_t)(bb) * Tmax * W, src + (size_t)(bb) * T * W, start[bb], \
+                                count ? (count[bb] < T ? count[bb] : T) : T, Tmax, W)
+    if (par_team((size_t)B * T * W)) {
+#pragma omp parallel for schedule(static)
+        for (int bb = 0; bb < B; bb++) KV_ROW(bb);
+    } else {
+        for (int bb = 0; bb < B; bb++) KV_ROW(bb);
     }
+#undef KV_ROW
 }
 
 // One query row per (b, h) against its cached keys. A sequence's heads are done together
@@ -1130,39 +1191,53 @@ static void decode_values(float *ob, const float *prob, size_t Tmax, const float
     }
 }
 
-void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
-                          const float *vcache, const int *pos, const int *share, const int *plen,
-                          int B, int Tmax, int NH, int NKV, int hd) {
+// Row bb of cpu_attention_decode (prob: room for NH x Tmax scores).
+static void decode_row(float *out, float *prob, const float *q, const float *kcache, const float *vcache,
+                       const int *pos, const int *share, const int *plen, int bb, int Tmax, int NH,
+                       int NKV, int hd) {
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hd);
     size_t kvstride = (size_t)NKV * hd;
-#pragma omp parallel if ((size_t)B * NH * Tmax * hd >= PAR_MIN)
-    {
-        float *prob = xmalloc(((size_t)NH * Tmax + 1) * sizeof(float));  // (NH, Tmax)
-#pragma omp for schedule(dynamic, 2)
-        for (int bb = 0; bb < B; bb++) {
-            int nk = pos[bb] < Tmax ? pos[bb] + 1 : Tmax;  // (pos >= Tmax: out of contract)
-            float *ob = out + (size_t)bb * NH * hd;
-            memset(ob, 0, (size_t)NH * hd * sizeof(float));
-            if (nk <= 0) continue;
-            const float *qb = q + (size_t)bb * NH * hd;
-            const float *kb = kcache + (size_t)bb * Tmax * kvstride;
-            const float *vb = vcache + (size_t)bb * Tmax * kvstride;
-            // positions [0, np) from the row that shares them (the same numbers, likely cached)
-            int np = share && share[bb] != bb ? (plen[bb] < nk ? plen[bb] : nk) : 0;
-            const float *ks = np ? kcache + (size_t)share[bb] * Tmax * kvstride : kb;
-            const float *vs = np ? vcache + (size_t)share[bb] * Tmax * kvstride : vb;
-            decode_scores(prob, (size_t)Tmax, qb, ks, kvstride, NH, group, hd, 0, np);
-            decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
-            for (int h = 0; h < NH; h++) {  // softmax of each head's scores
-                float *p = prob + (size_t)h * Tmax;
-                float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale);
+    int nk = pos[bb] < Tmax ? pos[bb] + 1 : Tmax;  // (pos >= Tmax: out of contract)
+    float *ob = out + (size_t)bb * NH * hd;
+    memset(ob, 0, (size_t)NH * hd * sizeof(float));
+    if (nk <= 0) return;
+    const float *qb = q + (size_t)bb * NH * hd;
+    const float *kb = kcache + (size_t)bb * Tmax * kvstride;
+    const float *vb = vcache + (size_t)bb * Tmax * kvstride;
+    // positions [0, np) from the row that shares them (the same numbers, likely cached)
+    int np = share && share[bb] != bb ? (plen[bb] < nk ? plen[bb] : nk) : 0;
+    const float *ks = np ? kcache + (size_t)share[bb] * Tmax * kvstride : kb;
+    const float *vs = np ? vcache + (size_t)share[bb] * Tmax * kvstride : vb;
+    decode_scores(prob, (size_t)Tmax, qb, ks, kvstride, NH, group, hd, 0, np);
+    decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
+    for (int h = 0; h < NH; h++) {  // softmax of each head's scores
+        float *p = prob + (size_t)h * Tmax;
+        float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale);
 #pragma omp simd
-                for (int s = 0; s < nk; s++) p[s] *= inv;
-            }
-            decode_values(ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
-            decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
+        for (int s = 0; s < nk; s++) p[s] *= inv;
+    }
+    decode_values(ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
+    decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
+}
+
+void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
+                          const float *vcache, const int *pos, const int *share, const int *plen,
+                          int B, int Tmax, int NH, int NKV, int hd) {
+    size_t nprob = (size_t)NH * Tmax + 1;
+    if (par_team((size_t)B * NH * Tmax * hd)) {
+#pragma omp parallel
+        {
+            float *prob = xmalloc(nprob * sizeof(float));  // (NH, Tmax)
+#pragma omp for schedule(dynamic, 2)
+            for (int bb = 0; bb < B; bb++)
+                decode_row(out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
+            free(prob);
         }
+    } else {
+        float *prob = xmalloc(nprob * sizeof(float));
+        for (int bb = 0; bb < B; bb++)
+            decode_row(out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
         free(prob);
     }
 }
@@ -1174,8 +1249,13 @@ static inline float sigmoidf(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
 // SwiGLU's loops are elementwise: 512-bit vectors where the CPU has them round alike.
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
-#pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
+    if (par_team(n)) {
+#pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
+    }
 }
 
 // d silu(x)/dx = s + x s (1 - s), s = sigmoid(x)
