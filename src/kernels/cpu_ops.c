@@ -1081,28 +1081,27 @@ static void decode_scores(float *prob, size_t Tmax, const float *qb, const float
                 qp[h / 2 * HC + c] = _mm512_castpd_ps(_mm512_insertf64x4(
                     _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(qb + (size_t)h * hd + 8 * c))),
                     _mm256_castps_pd(_mm256_loadu_ps(qb + (size_t)(h + 1) * hd + 8 * c)), 1));
-        for (; s + 8 <= nk; s += 8) {
+        for (; s < nk; s += 8) {
+            int n = nk - s < 8 ? nk - s : 8;  // the last block: the missing positions as zero keys
             const float *kt = kb + (size_t)s * kvstride;
-            for (int p = 0; p < 8; p++)
-                prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
+            if (n == 8)
+                for (int p = 0; p < 8; p++)
+                    prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
             for (int h = 0; h < NH; h += 2) {
                 const float *kr = kt + (size_t)(h / group) * hd;
-                __m512 d = hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, 8)
-                                    : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, 8);
-                _mm256_storeu_ps(prob + (size_t)h * Tmax + s, lo8(d));
-                _mm256_storeu_ps(prob + (size_t)(h + 1) * Tmax + s, hi8(d));
-            }
-        }
-        if (s < nk) {  // the last 1..7 positions, the missing ones as zero keys
-            int n = nk - s;
-            const float *kt = kb + (size_t)s * kvstride;
-            for (int h = 0; h < NH; h += 2) {
-                const float *kr = kt + (size_t)(h / group) * hd;
-                float t[16];
-                _mm512_storeu_ps(t, hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, n)
-                                             : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, n));
-                memcpy(prob + (size_t)h * Tmax + s, t, (size_t)n * sizeof(float));
-                memcpy(prob + (size_t)(h + 1) * Tmax + s, t + 8, (size_t)n * sizeof(float));
+                float *p0 = prob + (size_t)h * Tmax + s, *p1 = prob + (size_t)(h + 1) * Tmax + s;
+                if (n == 8) {
+                    __m512 d = hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, 8)
+                                        : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, 8);
+                    _mm256_storeu_ps(p0, lo8(d));
+                    _mm256_storeu_ps(p1, hi8(d));
+                } else {
+                    float t[16];
+                    _mm512_storeu_ps(t, hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, n)
+                                                 : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, n));
+                    memcpy(p0, t, (size_t)n * sizeof(float));
+                    memcpy(p1, t + 8, (size_t)n * sizeof(float));
+                }
             }
         }
         return;

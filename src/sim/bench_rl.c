@@ -5,7 +5,7 @@
 // trainer's own phases (rollout_collect, rollout_score, rollout_advantages, update_epochs).
 // Left out: the run log, the evals, checkpoints and the bias diagnostic's extra backward.
 // FLOPs are counted per processed position and compared with cblas_sgemm measured in the same
-// run on the model's own matrix shapes (sgemm_limit).
+// run on the model's own matrix shapes (sgemm_rates, SgemmRef).
 #include "bench.h"
 
 #include <math.h>
@@ -105,14 +105,13 @@ double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int
     return flops / secs * 1e-9;
 }
 
-// The machine's sgemm limit for `rows` rows of a phase that runs on nt threads: the better
-// of one product on all threads and, on the CPU, nt products of rows / nt rows at once, one
-// thread each (rows_apart: the rows each thread takes then).
-static double sgemm_limit(Backend *bk, const ModelConfig *c, int rows, int rows_apart, int nt,
-                          double *one, double *apart) {
+// The two sgemm rates of `rows` rows of a phase that runs on nt threads: one product on all
+// threads, and (on the CPU, else 0) nt products at once, one thread each (rows_apart: the
+// rows each thread takes then). The machine's limit for the phase is the better of them.
+static void sgemm_rates(Backend *bk, const ModelConfig *c, int rows, int rows_apart, int nt,
+                        double *one, double *apart) {
     *one = bench_sgemm_model_shapes(bk, c, rows, 5, 1);
     *apart = nt > 1 && bk->kind == BACKEND_CPU ? bench_sgemm_model_shapes(bk, c, rows_apart, 5, nt) : 0;
-    return *one > *apart ? *one : *apart;
 }
 
 // The sgemm references of both phases, each the best measured so far: they are measured after
@@ -125,10 +124,10 @@ typedef struct {
 
 static void sgemm_ref_update(SgemmRef *r, Backend *bk, const ModelConfig *c, int N, int ur, int nt) {
     double one, apart;
-    sgemm_limit(bk, c, N, (N + nt - 1) / nt, nt, &one, &apart);
+    sgemm_rates(bk, c, N, (N + nt - 1) / nt, nt, &one, &apart);
     if (one > r->ro_one) r->ro_one = one;
     if (apart > r->ro_apart) r->ro_apart = apart;
-    sgemm_limit(bk, c, ur, ur, nt, &one, &apart);
+    sgemm_rates(bk, c, ur, ur, nt, &one, &apart);
     if (one > r->up_one) r->up_one = one;
     if (apart > r->up_apart) r->up_apart = apart;
 }
