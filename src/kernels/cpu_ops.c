@@ -520,11 +520,49 @@ static inline float row_max(const float *x, int n) {
 static int attention_vector = 2;
 void cpu_attention_vector(int level) { attention_vector = level; }
 
+// The order of a decode score q . k (n = hd terms), fixed here so that it does not depend on
+// how a compiler vectorises: of the first m = 8 floor(n / 8) terms, term i is added to lane
+// i % 8 in ascending i; the terms m..n-1 are then added to lane 0 in order; each product is
+// rounded before its sum (this file is built without contraction to fused multiply-adds,
+// -std=c11), and the 8 lanes are summed in order 0..7 onto +0. It is the order gcc 12 gave
+// the earlier `omp simd reduction` loop with 8-float vectors (a vector loop, its scalar
+// remainder, the lanes), so sampled responses did not change with it. The vector path below
+// computes the same sums 8 positions at a time.
+static inline float dot_lanes8(const float *q, const float *k, int n) {
+    float lane[8] = {0};
+    int m = n / 8 * 8;
+    for (int i = 0; i < m; i++) lane[i % 8] += q[i] * k[i];
+    for (int i = m; i < n; i++) lane[0] += q[i] * k[i];
+    float d = 0.0f;
+    for (int j = 0; j < 8; j++) d += lane[j];
+    return d;
+}
+
+// dot_lanes8 with its 8 lanes in one vector where the CPU has AVX (attention_vector >= 1): the
+// same sums in the same order.
+static inline float dot_lanes8_any(const float *a, const float *b, int n) {
+#ifdef __AVX__
+    if (attention_vector >= 1) {
+        __m256 acc = _mm256_setzero_ps();
+        int m = n / 8 * 8;
+        for (int i = 0; i < m; i += 8)
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+        float lane[8];
+        _mm256_storeu_ps(lane, acc);
+        for (int i = m; i < n; i++) lane[0] += a[i] * b[i];
+        float d = 0.0f;
+        for (int j = 0; j < 8; j++) d += lane[j];
+        return d;
+    }
+#endif
+    return dot_lanes8(a, b, n);
+}
+
 // p[s] = exp_fast((p[s] - maxv) * scale) for s < n (the softmax's numerators), and their
 // sum in a fixed order: of the first m = 8 floor(n / 8), p[s] is added to lane s % 8 in
 // ascending s; the rest to lane 0 in order; the 8 lanes are summed in order 0..7 onto +0.
 // It is the order gcc 12 gave the earlier `omp simd reduction` loop with 8-float vectors,
-// so no softmax changed with it (the order of dot_lanes8 below). The AVX-512 path computes
+// so no softmax changed with it (the order of dot_lanes8 above). The AVX-512 path computes
 // 16 exponentials at a time and adds them to the lanes as two vectors of 8.
 static inline float exp_sum(float *p, int n, float maxv, float scale) {
     float lane[8] = {0};
@@ -607,16 +645,8 @@ static void causal_nn(int L, int n, const float *P, int ldp, const float *X, int
     }
 }
 
-static inline int own_products(int L, int hd);
-static void causal_tn_own(int L, int hd, const float *P, int ldp, const float *X, int ldx, float *D, int ldd);
-
-// D += P^T X, with P (L, L) zero above the diagonal, X (L, n): our own product where it runs
-// (own_products, below), else OpenBLAS's by blocks.
+// D += P^T X, with P (L, L) zero above the diagonal, X (L, n).
 static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int ldx, float *D, int ldd) {
-    if (own_products(L, n)) {
-        causal_tn_own(L, n, P, ldp, X, ldx, D, ldd);
-        return;
-    }
     for (int c0 = 0, c1; c0 < L; c0 = c1) {
         c1 = block_end(c0, L);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, n, L - c0, 1.0f,
@@ -629,11 +659,13 @@ static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int
 // entry of the products above, for blocks of 64 rows or more, as a chain of fused
 // multiply-adds from 0 in the inner dimension's order, then alpha times it plus beta C
 // (checked for every entry, L from 64 to 384: docs/kernels.md). The kernels below compute
-// two of the products in that order themselves, so runs keep their numbers there bit for
-// bit, without OpenBLAS's packing and zeroing of C and with the causal triangle cut at a
-// finer grain:
-//   causal_scores:  S[t][s] = alpha (A_t . B_s) for s <= t (the scores, and dP = dO V^T),
-//   causal_tn_own:  D += P^T X, D[c][j] + sum_{t=c}^{L-1} P[t][c] X[t][j] (dV and dK).
+// the backward's products and the forward's scores in that order themselves, so runs keep
+// their numbers there bit for bit, without OpenBLAS's packing and zeroing of C and with the
+// causal triangle cut at a finer grain (the forward's O = P V stays OpenBLAS's: its own
+// product was no faster there):
+//   scores_rows:  S[t][s] = alpha (A_t . B_s) for s <= t (the scores, and dP = dO V^T),
+//   nn_rows:      O[t][j] (+)= sum_{s=0}^{t} P[t][s] X[s][j] (dQ = dS K),
+//   tn_acc_rows:  D[c][j] += sum_{t=c}^{L-1} P[t][c] X[t][j] (dV and dK), by blocks of rows.
 // Shorter sequences keep OpenBLAS, whose kernels for fewer rows round otherwise. The tiles
 // are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_attention_vector(0) runs
 // the same sums as scalar loops: the reference of tests/test_kernels.c.
@@ -652,7 +684,7 @@ static inline int own_products(int L, int hd) {
 #endif
 }
 
-// causal_scores takes B transposed: bt = B^T (hd x bt_ld(L), zero past L), from causal_bt.
+// scores_rows takes B transposed: bt = B^T (hd x bt_ld(L), zero past L), from causal_bt.
 static inline int bt_ld(int L) { return (L + 31) / 32 * 32; }
 
 static void causal_bt(float *bt, const float *B, int ldb, int L, int hd) {
@@ -689,48 +721,68 @@ static inline __attribute__((always_inline)) void scores_tile(float *S, size_t l
     }
 }
 
-// R rows of D from row c = t0 on, HC vectors of 16 columns (hd = 16 HC): the chains over t
-// run from t0, as the entries of P above the diagonal are zeros (they add only zeros to +0).
-static inline __attribute__((always_inline)) void tn_tile(float *D, size_t ldd, const float *P, size_t ldp,
-                                                         const float *X, size_t ldx, int t0, int L,
+// R rows of O, HC vectors of 16 columns (hd = 16 HC): the chains over s = 0..n-1 of
+// P[t][s] X[s][j], then O = the sum (beta 0) or O += it (beta 1).
+static inline __attribute__((always_inline)) void nn_tile(float *O, size_t ldo, const float *P, size_t ldp,
+                                                         const float *X, size_t ldx, int n, int beta,
                                                          const int R, const int HC) {
     __m512 acc[8][4], x[4];  // fixed sizes (R <= 8, HC <= 4), so that they stay in registers
     for (int i = 0; i < R; i++)
         for (int h = 0; h < HC; h++) acc[i][h] = _mm512_setzero_ps();
-    for (int t = t0; t < L; t++) {
-        for (int h = 0; h < HC; h++) x[h] = _mm512_loadu_ps(X + (size_t)t * ldx + 16 * h);
+    for (int s = 0; s < n; s++) {
+        for (int h = 0; h < HC; h++) x[h] = _mm512_loadu_ps(X + (size_t)s * ldx + 16 * h);
         for (int i = 0; i < R; i++) {
-            __m512 a = _mm512_set1_ps(P[(size_t)t * ldp + i]);
+            __m512 a = _mm512_set1_ps(P[(size_t)i * ldp + s]);
             for (int h = 0; h < HC; h++) acc[i][h] = _mm512_fmadd_ps(a, x[h], acc[i][h]);
         }
     }
     for (int i = 0; i < R; i++)
         for (int h = 0; h < HC; h++) {
-            float *d = D + (size_t)i * ldd + 16 * h;
-            _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), acc[i][h]));
+            float *o = O + (size_t)i * ldo + 16 * h;
+            _mm512_storeu_ps(o, beta ? _mm512_add_ps(_mm512_loadu_ps(o), acc[i][h]) : acc[i][h]);
         }
+}
+
+// acc[c] (rows c < ncol of HC vectors of 16 floats, row stride hd = 16 HC) continues its
+// chains over the R rows t of P and X: acc[c][j] = fma(P[t][c], X[t][j], acc[c][j]) in
+// ascending t. The R rows of X stay in registers while the columns of P go by.
+static inline __attribute__((always_inline)) void tn_acc_tile(float *acc, const float *P, size_t ldp,
+                                                             const float *X, size_t ldx, int R, int ncol,
+                                                             const int HC) {
+    __m512 x[8][4];  // fixed sizes (R <= 8, HC <= 4, R HC <= 16), so that they stay in registers
+    for (int i = 0; i < R; i++)
+        for (int h = 0; h < HC; h++) x[i][h] = _mm512_loadu_ps(X + (size_t)i * ldx + 16 * h);
+    for (int c = 0; c < ncol; c++) {
+        float *ac = acc + (size_t)c * 16 * HC;
+        __m512 a[4];
+        for (int h = 0; h < HC; h++) a[h] = _mm512_loadu_ps(ac + 16 * h);
+        for (int i = 0; i < R; i++) {
+            __m512 pv = _mm512_set1_ps(P[(size_t)i * ldp + c]);
+            for (int h = 0; h < HC; h++) a[h] = _mm512_fmadd_ps(pv, x[i][h], a[h]);
+        }
+        for (int h = 0; h < HC; h++) _mm512_storeu_ps(ac + 16 * h, a[h]);
+    }
 }
 #endif
 
-// Tiles of 8 rows x 32 columns up to each tile's last row; the columns a tile covers past
-// the diagonal are written too (the callers overwrite them).
-static void causal_scores(int L, int hd, float alpha, const float *A, int lda, const float *bt,
-                          float *S, int lds) {
+// Rows t0..t1-1 of S: tiles of 8 rows x 32 columns up to each tile's last row;
+// the columns a tile covers past the diagonal are written too (the callers overwrite them).
+static void scores_rows(int t0, int t1, int L, int hd, float alpha, const float *A, int lda,
+                        const float *bt, float *S, int lds) {
     size_t ldbt = (size_t)bt_ld(L);
-    int t0 = 0;
 #ifdef __AVX512F__
     if (attention_vector >= 2) {
-        for (; t0 + 8 <= L; t0 += 8)
+        for (; t0 + 8 <= t1; t0 += 8)
             for (int s0 = 0; s0 < t0 + 8; s0 += 32)
                 scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
                             bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 8);
-        for (; t0 < L; t0++)
+        for (; t0 < t1; t0++)
             for (int s0 = 0; s0 <= t0; s0 += 32)
                 scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
                             bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 1);
     }
 #endif
-    for (; t0 < L; t0++)
+    for (; t0 < t1; t0++)
         for (int s = 0; s <= t0; s++) {
             float acc = 0.0f;
             for (int c = 0; c < hd; c++) acc = fmaf(A[(size_t)t0 * lda + c], bt[(size_t)c * ldbt + s], acc);
@@ -738,37 +790,98 @@ static void causal_scores(int L, int hd, float alpha, const float *A, int lda, c
         }
 }
 
-// Tiles of 8 rows of D (4 where hd = 64).
-static void causal_tn_own(int L, int hd, const float *P, int ldp, const float *X, int ldx, float *D, int ldd) {
-    int c = 0;
 #ifdef __AVX512F__
-    if (attention_vector >= 2 && hd == 32) {
-        for (; c + 8 <= L; c += 8)
-            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 8, 2);
-        for (; c < L; c++)
-            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 1, 2);
-    } else if (attention_vector >= 2 && hd == 64) {
-        for (; c + 4 <= L; c += 4)
-            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 4, 4);
-        for (; c < L; c++)
-            tn_tile(D + (size_t)c * ldd, (size_t)ldd, P + c, (size_t)ldp, X, (size_t)ldx, c, L, 1, 4);
-    }
+// nn_rows' tiles of R rows, then single rows for the last ones. Returns the row after them.
+static inline __attribute__((always_inline)) int nn_tiles(int t0, int t1, const float *P, int ldp, const float *X,
+                                                         int ldx, int beta, float *O, int ldo, const int R,
+                                                         const int HC) {
+    for (; t0 + R <= t1; t0 += R)
+        nn_tile(O + (size_t)t0 * ldo, (size_t)ldo, P + (size_t)t0 * ldp, (size_t)ldp, X, (size_t)ldx, t0 + R,
+                beta, R, HC);
+    for (; t0 < t1; t0++)
+        nn_tile(O + (size_t)t0 * ldo, (size_t)ldo, P + (size_t)t0 * ldp, (size_t)ldp, X, (size_t)ldx, t0 + 1,
+                beta, 1, HC);
+    return t0;
+}
 #endif
-    for (; c < L; c++)
+
+// Rows t0..t1-1 of O = P X (beta 0) or O += P X (beta 1), P zero past the diagonal: each entry
+// the chain over s = 0..t1-1 from 0 (the zeros past a row's diagonal leave it as it is), in
+// tiles of 8 rows (4 where hd = 64).
+static void nn_rows(int t0, int t1, int hd, const float *P, int ldp, const float *X, int ldx,
+                    int beta, float *O, int ldo) {
+#ifdef __AVX512F__
+    if (attention_vector >= 2 && hd == 32) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 8, 2);
+    if (attention_vector >= 2 && hd == 64) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 4, 4);
+#endif
+    for (; t0 < t1; t0++)
         for (int j = 0; j < hd; j++) {
             float acc = 0.0f;
-            for (int t = c; t < L; t++) acc = fmaf(P[(size_t)t * ldp + c], X[(size_t)t * ldx + j], acc);
-            D[(size_t)c * ldd + j] += acc;
+            for (int s = 0; s <= t0; s++) acc = fmaf(P[(size_t)t0 * ldp + s], X[(size_t)s * ldx + j], acc);
+            float *o = O + (size_t)t0 * ldo + j;
+            *o = beta ? *o + acc : acc;
         }
 }
 
+// D += P^T X by blocks of rows: acc (ncol x hd) continues the chains of P^T X over the n rows
+// of P (row stride ldp, columns c < ncol) and X, in ascending row order. Called for the blocks
+// of rows from 0 on in turn on an acc of zeros, then D += acc: each entry of D gets its chain
+// over t ascending from 0 (the zeros of P above the diagonal add nothing to it), as OpenBLAS
+// sums, with P read by rows (by columns, its strided loads waited on the L3 cache).
+static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float *X, int ldx, int n, int ncol) {
+#ifdef __AVX512F__
+    if (attention_vector >= 2 && (hd == 32 || hd == 64)) {
+        int step = hd == 32 ? 8 : 4;  // rows of X in registers: 16 vectors
+        for (int i0 = 0; i0 < n; i0 += step) {
+            int R = n - i0 < step ? n - i0 : step;
+            const float *pb = P + (size_t)i0 * ldp, *xb = X + (size_t)i0 * ldx;
+            if (hd == 32) tn_acc_tile(acc, pb, (size_t)ldp, xb, (size_t)ldx, R, ncol, 2);
+            else tn_acc_tile(acc, pb, (size_t)ldp, xb, (size_t)ldx, R, ncol, 4);
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < ncol; c++)
+            for (int j = 0; j < hd; j++)
+                acc[(size_t)c * hd + j] = fmaf(P[(size_t)i * ldp + c], X[(size_t)i * ldx + j], acc[(size_t)c * hd + j]);
+}
+
+// The causal softmax of rows t0..t1-1 of the scores p (row stride T), in place, with zeros
+// past the diagonal to column T. 512-bit vectors where the CPU has them: none of its loops
+// sums in an order that the width would change (exp_sum fixes its own).
+__attribute__((target("prefer-vector-width=512")))
+static void softmax_rows(float *p, int T, int t0, int t1) {
+    for (int t = t0; t < t1; t++) {
+        float *pr = p + (size_t)t * T;
+        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
+#pragma omp simd
+        for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
+        memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
+    }
+}
+
+// Rows t0..t1-1 of dS = P * (dP - rowsum(P * dP)) * scale, in place of dP (ds, row stride T),
+// zero past the diagonal to column L.
+// rowsum(P * dP) in dot_lanes8's order (that of the `omp simd reduction` loop it replaced).
+static void softmax_backward_rows(const float *p, float *ds, int T, int L, int t0, int t1, float scale) {
+    for (int t = t0; t < t1; t++) {
+        const float *pr = p + (size_t)t * T;
+        float *dr = ds + (size_t)t * T, pdp = dot_lanes8_any(pr, dr, t + 1);
+#pragma omp simd
+        for (int s2 = 0; s2 <= t; s2++) dr[s2] = pr[s2] * (dr[s2] - pdp) * scale;
+        for (int s2 = t + 1; s2 < L; s2++) dr[s2] = 0.0f;
+    }
+}
+
+// The backward's rows of a head in blocks of ATT_ROWS with the own products: a block's dP,
+// dS, dQ and its share of dV and dK run while its rows are in the L1 cache.
+#define ATT_ROWS 8
+
 // Per (sequence, head): S = scale Q K^T, the causal softmax, O = P V, the products as
 // single-threaded sgemms (OpenBLAS's OpenMP build runs BLAS called inside a parallel region
-// on the calling thread) or our own (above). Work is split by (sequence, KV head), so a task
-// owns its dk/dv rows and transposes its keys once. 512-bit vectors for the softmax's loops
-// where the CPU has them: none of them sums in an order that the width would change
-// (exp_sum fixes its own).
-__attribute__((target("prefer-vector-width=512")))
+// on the calling thread), the scores our own where they run (above). Work is split by
+// (sequence, KV head), so a task owns its dk/dv rows and transposes its keys once.
 void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
                            const float *v, const int *lengths, int B, int T, int NH, int NKV,
                            int hd) {
@@ -777,7 +890,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
     size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
 #pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
     {
-        float *kt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // K^T for causal_scores
+        float *kt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // K^T for scores_rows
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int bb = 0; bb < B; bb++) {
             for (int kh = 0; kh < NKV; kh++) {
@@ -789,22 +902,14 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                     float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
                     const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
                     float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) causal_scores(L, hd, scale, qb, (int)qstride, kt, p, T);
+                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T);
                     else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                    for (int t = 0; t < T; t++) {
-                        float *pr = p + (size_t)t * T;
-                        if (t >= L) {
-                            memset(pr, 0, (size_t)T * sizeof(float));
-                            continue;
-                        }
-                        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
-#pragma omp simd
-                        for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
-                        memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
-                    }
+                    softmax_rows(p, T, 0, L);
                     causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
-                    for (int t = L; t < T; t++)
+                    for (int t = L; t < T; t++) {
+                        memset(p + (size_t)t * T, 0, (size_t)T * sizeof(float));
                         memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
+                    }
                 }
             }
         }
@@ -814,8 +919,8 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
 
 // With P the saved probabilities (zero for s > t) and dO the output gradient, per head:
 //   dV += P^T dO;  dP = dO V^T;  dS = P * (dP - rowsum(P * dP)) * scale;
-//   dQ += dS K;  dK += dS^T Q   (each a single-threaded sgemm on the (L,L) block, or for dV,
-//   dP and dK our own products above).
+//   dQ += dS K;  dK += dS^T Q   (each a single-threaded sgemm on the (L,L) block, or our own
+//   products above, all of them by blocks of ATT_ROWS rows).
 void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
                             const float *att, const float *q, const float *k, const float *v,
                             const int *lengths, int B, int T, int NH, int NKV, int hd) {
@@ -827,38 +932,57 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
 #pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
     {
         float *ds = xmalloc(((size_t)T * T + 1) * sizeof(float));
-        float *vt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // V^T for causal_scores
+        float *vt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // V^T for scores_rows
+        float *accv = xmalloc(((size_t)T * hd + 1) * sizeof(float));        // dV, dK of a head
+        float *acck = xmalloc(((size_t)T * hd + 1) * sizeof(float));
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int bb = 0; bb < B; bb++) {
             for (int kh = 0; kh < NKV; kh++) {
                 int L = clamp_len(lengths[bb], T);
                 if (L == 0) continue;
                 size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
-                int own = need_ds && own_products(L, hd);  // dP by causal_scores
-                if (own) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
+                int own = own_products(L, hd);
+                if (own && need_ds) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
                 for (int h = kh * group; h < (kh + 1) * group; h++) {
                     const float *p = att + ((size_t)bb * NH + h) * T * T;
                     size_t qoff = (size_t)bb * T * qstride + (size_t)h * hd;
+                    if (own) {
+                        size_t nacc = (size_t)L * hd * sizeof(float);
+                        if (dv) memset(accv, 0, nacc);
+                        if (dk) memset(acck, 0, nacc);
+                        for (int t0 = 0, t1; t0 < L; t0 = t1) {
+                            t1 = L - t0 < ATT_ROWS ? L : t0 + ATT_ROWS;
+                            size_t qt = qoff + (size_t)t0 * qstride;
+                            if (dv) tn_acc_rows(accv, hd, p + (size_t)t0 * T, T, dout + qt, (int)qstride, t1 - t0, t1);
+                            if (!need_ds) continue;
+                            scores_rows(t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T);
+                            softmax_backward_rows(p, ds, T, L, t0, t1, scale);
+                            if (dq) nn_rows(t0, t1, hd, ds, T, k + kvoff, (int)kvstride, 1, dq + qoff, (int)qstride);
+                            if (dk) tn_acc_rows(acck, hd, ds + (size_t)t0 * T, T, q + qt, (int)qstride, t1 - t0, t1);
+                        }
+                        for (int c = 0; c < L; c++)
+                            for (int j = 0; j < hd; j++) {
+                                size_t o = kvoff + (size_t)c * kvstride + j, a = (size_t)c * hd + j;
+                                if (dv) dv[o] += accv[a];
+                                if (dk) dk[o] += acck[a];
+                            }
+                        continue;
+                    }
                     if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
                     if (!need_ds) continue;
-                    if (own) causal_scores(L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T);
-                    else causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
-                    for (int t = 0; t < L; t++) {
-                        const float *pr = p + (size_t)t * T;
-                        float *dr = ds + (size_t)t * T, pdp = 0.0f;
-#pragma omp simd reduction(+ : pdp)
-                        for (int s2 = 0; s2 <= t; s2++) pdp += pr[s2] * dr[s2];
-#pragma omp simd
-                        for (int s2 = 0; s2 <= t; s2++) dr[s2] = pr[s2] * (dr[s2] - pdp) * scale;
-                        for (int s2 = t + 1; s2 < L; s2++) dr[s2] = 0.0f;
+                    {
+                        causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
+                        softmax_backward_rows(p, ds, T, L, 0, L, scale);
+                        if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
                     }
-                    if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
                     if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
                 }
             }
         }
         free(ds);
         free(vt);
+        free(accv);
+        free(acck);
     }
 }
 
@@ -894,24 +1018,6 @@ void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, 
 #define DECODE_PREFETCH_ROWS 8
 static inline void prefetch_row(const float *row, size_t n) {
     for (size_t i = 0; i < n; i += 16) __builtin_prefetch(row + i, 0, 3);
-}
-
-// The order of a decode score q . k (n = hd terms), fixed here so that it does not depend on
-// how a compiler vectorises: of the first m = 8 floor(n / 8) terms, term i is added to lane
-// i % 8 in ascending i; the terms m..n-1 are then added to lane 0 in order; each product is
-// rounded before its sum (this file is built without contraction to fused multiply-adds,
-// -std=c11), and the 8 lanes are summed in order 0..7 onto +0. It is the order gcc 12 gave
-// the earlier `omp simd reduction` loop with 8-float vectors (a vector loop, its scalar
-// remainder, the lanes), so sampled responses did not change with it. The vector path below
-// computes the same sums 8 positions at a time.
-static inline float dot_lanes8(const float *q, const float *k, int n) {
-    float lane[8] = {0};
-    int m = n / 8 * 8;
-    for (int i = 0; i < m; i++) lane[i % 8] += q[i] * k[i];
-    for (int i = m; i < n; i++) lane[0] += q[i] * k[i];
-    float d = 0.0f;
-    for (int j = 0; j < 8; j++) d += lane[j];
-    return d;
 }
 
 #ifdef __AVX2__
