@@ -254,6 +254,9 @@ static void matmul_case(int N, int C, int OC, int tf32, uint64_t seed) {
     kn_matmul_forward(g_cpu, out.c, inp.c, w.c, N, C, OC);
     kn_matmul_forward(g_gpu, out.g, inp.g, w.g, N, C, OC);
     check_pair("matmul forward", out, tol);
+    kn_matmul_forward_add(g_cpu, out.c, inp.c, w.c, N, C, OC);  // out += the product again
+    kn_matmul_forward_add(g_gpu, out.g, inp.g, w.g, N, C, OC);
+    check_pair("matmul forward_add", out, tol);
     Pair dout = pair_rand((size_t)N * OC, seed + 2, -1, 1);
     Pair dinp = pair_rand((size_t)N * C, seed + 3, -0.1f, 0.1f);
     Pair dw = pair_rand((size_t)OC * C, seed + 4, -0.1f, 0.1f);

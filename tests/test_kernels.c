@@ -265,6 +265,13 @@ static void test_matmul(void **state) {
             ref[n * OC + o] = (float)s;
         }
     check("matmul", "forward vs naive", tu_rel_err(c.out, ref, N * OC), 1e-6);
+    // forward_add adds the product to what out holds
+    float *base = frand(N * OC, 11, -1, 1), added[N * OC];
+    memcpy(c.out, base, sizeof added);
+    kn_matmul_forward_add(bk, c.out, c.inp, c.w, N, C, OC);
+    for (int i = 0; i < N * OC; i++) added[i] = (float)((double)base[i] + ref[i]);
+    check("matmul", "forward_add vs naive", tu_rel_err(c.out, added, N * OC), 1e-6);
+    free(base);
     GradCheck gc = {"matmul", 2, {"inp", "weight"}, {c.inp, c.w}, {N * C, OC * C},
                     mm_loss, mm_backward, &c, 1};
     grad_check(&gc, 1e-2f, 1e-4);

@@ -152,6 +152,10 @@ void kn_matmul_forward(Backend *b, float *out, const float *inp, const float *we
                        int OC) {
     DISPATCH(matmul_forward, out, inp, weight, N, C, OC);
 }
+void kn_matmul_forward_add(Backend *b, float *out, const float *inp, const float *weight, int N,
+                           int C, int OC) {
+    DISPATCH(matmul_forward_add, out, inp, weight, N, C, OC);
+}
 void kn_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                         const float *inp, const float *weight, int N, int C, int OC) {
     DISPATCH(matmul_backward, dinp, dweight, dout, inp, weight, N, C, OC);

@@ -263,6 +263,14 @@ void cpu_matmul_forward(Backend *b, float *out, const float *inp, const float *w
                 out, OC);
 }
 
+void cpu_matmul_forward_add(Backend *b, float *out, const float *inp, const float *weight, int N,
+                            int C, int OC) {
+    if (N <= 0 || OC <= 0 || C <= 0) return;
+    // out (N,OC) += inp (N,C) @ weight^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, 1.0f,
+                out, OC);
+}
+
 void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                          const float *inp, const float *weight, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;

@@ -20,6 +20,8 @@ void cpu_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float *
                           const float *inp, const float *weight, const float *rstd, int N, int C);
 void cpu_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N,
                         int C, int OC);
+void cpu_matmul_forward_add(Backend *b, float *out, const float *inp, const float *weight, int N,
+                            int C, int OC);
 void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                          const float *inp, const float *weight, int N, int C, int OC);
 void cpu_rope_forward(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta);

@@ -508,6 +508,12 @@ extern "C" void cuda_matmul_forward(Backend *b, float *out, const float *inp, co
     linear_forward(b, out, inp, weight, N, C, OC);
 }
 
+extern "C" void cuda_matmul_forward_add(Backend *b, float *out, const float *inp,
+                                        const float *weight, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0 || C <= 0) return;
+    sgemm(b, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, C, inp, C, 1.0f, out, OC);
+}
+
 extern "C" void cuda_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                                      const float *inp, const float *weight, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;

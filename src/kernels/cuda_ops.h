@@ -33,6 +33,8 @@ void cuda_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float 
                           const float *inp, const float *weight, const float *rstd, int N, int C);
 void cuda_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N,
                         int C, int OC);
+void cuda_matmul_forward_add(Backend *b, float *out, const float *inp, const float *weight, int N,
+                             int C, int OC);
 void cuda_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                          const float *inp, const float *weight, int N, int C, int OC);
 void cuda_rope_forward(Backend *b, float *x, const int *pos, int N, int NH, int hd, float theta);

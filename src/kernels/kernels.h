@@ -79,6 +79,12 @@ void kn_rmsnorm_backward(Backend *b, float *dinp, float *dweight, const float *d
 // inp (N,C), weight (OC,C) -> out (N,OC) = inp @ weight^T   (overwrites out)
 void kn_matmul_forward(Backend *b, float *out, const float *inp, const float *weight, int N, int C,
                        int OC);
+// inp (N,C), weight (OC,C) -> out (N,OC) += inp @ weight^T: a residual branch added in place,
+// each entry out + (the product's entry as kn_matmul_forward sums it), one rounding. With a BLAS
+// that sums the inner dimension in one block, as OpenBLAS does for C up to its block size, that
+// is kn_matmul_forward into a scratch then kn_add, without the scratch's passes.
+void kn_matmul_forward_add(Backend *b, float *out, const float *inp, const float *weight, int N,
+                           int C, int OC);
 // dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dout (N,OC)
 void kn_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                         const float *inp, const float *weight, int N, int C, int OC);

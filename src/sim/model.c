@@ -35,7 +35,6 @@ enum {
     ACT_LOGP,       // (N)
     ACT_ENTROPY,    // (N)
     ACT_LSE,        // (N)
-    ACT_PROJ,       // (N, C) scratch for wo / w_down outputs
     // gradient scratch (backward)
     ACT_DRESID,     // (N, C)
     ACT_DLN,        // (N, C)
@@ -489,7 +488,6 @@ static void act_sizes(const Model *m, int B, int T, size_t sizes[NUM_ACTS]) {
     sizes[ACT_LOGP] = N;
     sizes[ACT_ENTROPY] = N;
     sizes[ACT_LSE] = N;
-    sizes[ACT_PROJ] = N * C;
     sizes[ACT_DRESID] = N * C;
     sizes[ACT_DLN] = N * C;
     sizes[ACT_DQ] = N * QW;
@@ -621,7 +619,6 @@ static void forward_trunk(Model *m) {
         float *x = a.x, *x_mid = a.x_mid, *x_out = a.x_out, *ln1 = a.ln1, *rstd1 = a.rstd1;
         float *q = a.q, *k = a.k, *v = a.v, *att = a.att, *atty = a.atty, *ln2 = a.ln2;
         float *rstd2 = a.rstd2, *gate = a.gate, *up = a.up, *h = a.h;
-        float *proj = m->act[ACT_PROJ];
 
         // attention block
         kn_rmsnorm_forward(bk, ln1, rstd1, x, layer_param(P, m, l, T_ATTN_NORM), N, C, c->norm_eps);
@@ -631,15 +628,15 @@ static void forward_trunk(Model *m) {
         kn_rope_forward(bk, q, m->d_pos, N, NH, hd, c->rope_theta);
         kn_rope_forward(bk, k, m->d_pos, N, NKV, hd, c->rope_theta);
         kn_attention_forward(bk, atty, att, q, k, v, m->d_lengths, B, T, NH, NKV, hd);
-        kn_matmul_forward(bk, proj, atty, layer_param(P, m, l, T_WO), N, QW, C);
-        kn_add(bk, x_mid, x, proj, NC);
+        bk_copy(bk, x_mid, x, NC * sizeof(float));  // x_mid = x + wo(atty)
+        kn_matmul_forward_add(bk, x_mid, atty, layer_param(P, m, l, T_WO), N, QW, C);
         // MLP block
         kn_rmsnorm_forward(bk, ln2, rstd2, x_mid, layer_param(P, m, l, T_MLP_NORM), N, C, c->norm_eps);
         kn_matmul_forward(bk, gate, ln2, layer_param(P, m, l, T_WGATE), N, C, F);
         kn_matmul_forward(bk, up, ln2, layer_param(P, m, l, T_WUP), N, C, F);
         kn_swiglu_forward(bk, h, gate, up, (size_t)N * F);
-        kn_matmul_forward(bk, proj, h, layer_param(P, m, l, T_WDOWN), N, F, C);
-        kn_add(bk, x_out, x_mid, proj, NC);
+        bk_copy(bk, x_out, x_mid, NC * sizeof(float));  // x_out = x_mid + w_down(h)
+        kn_matmul_forward_add(bk, x_out, h, layer_param(P, m, l, T_WDOWN), N, F, C);
     }
     kn_rmsnorm_forward(bk, m->act[ACT_LNF], m->act[ACT_RSTDF],
                        m->act[ACT_RESID] + (size_t)c->n_layers * NC, norm_param(P, m), N, C,
