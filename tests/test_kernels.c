@@ -1,7 +1,7 @@
 // test_kernels.c: the CPU reference ops of kernels.h, one by one.
 //   - every backward against central finite differences of its own forward, on a scalar
 //     loss L = sum(out * R) for a fixed random R (L in double, the op in float);
-//   - every backward accumulates (+=), and skips a NULL gradient output;
+//   - every backward accumulates (+=) (SwiGLU's writes), and skips a NULL gradient output;
 //   - forwards against naive double-precision references written here;
 //   - KV cache + decoding step against the training attention; AdamW against numbers
 //     worked out by hand; sampling (greedy, temperature, top-p, frequencies);
@@ -77,7 +77,7 @@ typedef struct {
     double (*loss)(void *ctx);
     void (*backward)(void *ctx, float **grads);
     void *ctx;
-    int accumulates;  // 0 for rope_backward, the one in-place op
+    int accumulates;  // 1: +=; 0: rope_backward's in-place transform; -1: writes (=), swiglu
 } GradCheck;
 
 static void grad_check(const GradCheck *gc, float h, double tol) {
@@ -103,17 +103,19 @@ static void grad_check(const GradCheck *gc, float h, double tol) {
         check(gc->op, what, tu_rel_err(ana[i], fd[i], gc->size[i]), tol);
     }
     if (gc->accumulates) {
-        // starting from G0, two calls give G0 + 2 g
+        // starting from G0, two calls give G0 + 2 g (+=), or g (=)
         float *acc[GC_MAX] = {0}, *want[GC_MAX] = {0};
         for (int i = 0; i < gc->nparam; i++) {
             acc[i] = frand(gc->size[i], 900 + (uint64_t)i, -1, 1);
             want[i] = fnew(gc->size[i]);
-            for (size_t j = 0; j < gc->size[i]; j++) want[i][j] = acc[i][j] + 2.0f * ana[i][j];
+            for (size_t j = 0; j < gc->size[i]; j++)
+                want[i][j] = gc->accumulates > 0 ? acc[i][j] + 2.0f * ana[i][j] : ana[i][j];
         }
         gc->backward(gc->ctx, acc);
         gc->backward(gc->ctx, acc);
         for (int i = 0; i < gc->nparam; i++) {
-            snprintf(what, sizeof what, "d%s accumulates (G0 + 2 g)", gc->name[i]);
+            snprintf(what, sizeof what, gc->accumulates > 0 ? "d%s accumulates (G0 + 2 g)" : "d%s overwrites G0",
+                     gc->name[i]);
             check(gc->op, what, tu_rel_err(acc[i], want[i], gc->size[i]), 1e-6);
             free(acc[i]);
             free(want[i]);
@@ -748,7 +750,7 @@ static void test_swiglu(void **state) {
         ref[i] = (float)(c.gate[i] / (1.0 + exp(-(double)c.gate[i])) * c.up[i]);
     check("swiglu", "forward vs naive", tu_rel_err(c.out, ref, n), 1e-6);
     GradCheck gc = {"swiglu", 2, {"gate", "up"}, {c.gate, c.up}, {n, n}, swi_loss, swi_backward,
-                    &c, 1};
+                    &c, -1};
     grad_check(&gc, 1e-2f, 1e-3);
     free(c.gate);
     free(c.up);

@@ -1371,7 +1371,7 @@ void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *
     }
 }
 
-// d silu(x)/dx = s + x s (1 - s), s = sigmoid(x)
+// d silu(x)/dx = s + x s (1 - s), s = sigmoid(x); dgate and dup are written, not added to
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n) {
@@ -1379,18 +1379,18 @@ void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout
 #pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
         for (size_t i = 0; i < n; i++) {
             float x = gate[i], s = sigmoidf(x);
-            dgate[i] += dout[i] * up[i] * (s + x * s * (1.0f - s));
-            dup[i] += dout[i] * x * s;
+            dgate[i] = dout[i] * up[i] * (s + x * s * (1.0f - s));
+            dup[i] = dout[i] * x * s;
         }
     } else if (dgate) {
 #pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
         for (size_t i = 0; i < n; i++) {
             float x = gate[i], s = sigmoidf(x);
-            dgate[i] += dout[i] * up[i] * (s + x * s * (1.0f - s));
+            dgate[i] = dout[i] * up[i] * (s + x * s * (1.0f - s));
         }
     } else if (dup) {
 #pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
-        for (size_t i = 0; i < n; i++) dup[i] += dout[i] * gate[i] * sigmoidf(gate[i]);
+        for (size_t i = 0; i < n; i++) dup[i] = dout[i] * gate[i] * sigmoidf(gate[i]);
     }
 }
 

@@ -876,15 +876,15 @@ __global__ void swiglu_forward_kernel(float *out, const float *gate, const float
     }
 }
 
-// dgate += dout * up * (sig + g sig (1 - sig)); dup += dout * g * sig
+// dgate = dout * up * (sig + g sig (1 - sig)); dup = dout * g * sig (written, as on the CPU)
 __global__ void swiglu_backward_kernel(float *dgate, float *dup, const float *dout,
                                        const float *gate, const float *up, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float g = gate[i];
         float sig = 1.0f / (1.0f + expf(-g));
-        if (dgate) dgate[i] += dout[i] * up[i] * (sig + g * sig * (1.0f - sig));
-        if (dup) dup[i] += dout[i] * g * sig;
+        if (dgate) dgate[i] = dout[i] * up[i] * (sig + g * sig * (1.0f - sig));
+        if (dup) dup[i] = dout[i] * g * sig;
     }
 }
 

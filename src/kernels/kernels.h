@@ -10,8 +10,9 @@
 // Conventions:
 // - shapes are given in a comment above each op, row-major, last index fastest;
 // - every backward ACCUMULATES (+=) into its gradient outputs, parameter and
-//   activation gradients alike, so zero-grad is one bk_zero; a NULL gradient
-//   output means "not needed" and is skipped;
+//   activation gradients alike, so zero-grad is one bk_zero (but RoPE's, in place,
+//   and SwiGLU's, which writes); a NULL gradient output means "not needed" and is
+//   skipped;
 // - results do not depend on the number of threads used for reductions whose
 //   order matters within one backend (deterministic; see docs/kernels.md);
 // - a Backend is used by one host thread at a time (it owns scratch and tables).
@@ -127,7 +128,9 @@ void kn_attention_decode(Backend *b, float *out, const float *q, const float *kc
 // ---- SwiGLU: out = silu(gate) * up, silu(x) = x * sigmoid(x)
 // gate, up (n) -> out (n)
 void kn_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
-// dgate (n) +=, dup (n) +=
+// dgate (n) =, dup (n) = (written: the one backward besides RoPE's that does not accumulate;
+// its outputs are activation gradients that nothing else adds to, so the caller saves a
+// zeroing pass over them)
 void kn_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout, const float *gate,
                         const float *up, size_t n);
 

@@ -689,8 +689,6 @@ void model_backward(Model *m, const float *dlogp, const float *dentropy) {
         bk_zero(bk, dh, (size_t)N * F * sizeof(float));
         kn_matmul_backward(bk, dh, layer_param(G, m, l, T_WDOWN), dresid, h,
                            layer_param(P, m, l, T_WDOWN), N, F, C);
-        bk_zero(bk, dgate, (size_t)N * F * sizeof(float));
-        bk_zero(bk, dup, (size_t)N * F * sizeof(float));
         kn_swiglu_backward(bk, dgate, dup, dh, gate, up, (size_t)N * F);
         bk_zero(bk, dln, NC * sizeof(float));
         kn_matmul_backward(bk, dln, layer_param(G, m, l, T_WGATE), dgate, ln2,
