@@ -667,12 +667,11 @@ static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int
 // entry of the products above, for blocks of 64 rows or more, as a chain of fused
 // multiply-adds from 0 in the inner dimension's order, then alpha times it plus beta C
 // (checked for every entry, L from 64 to 384: docs/kernels.md). The kernels below compute
-// the backward's products and the forward's scores in that order themselves, so runs keep
-// their numbers there bit for bit, without OpenBLAS's packing and zeroing of C and with the
-// causal triangle cut at a finer grain (the forward's O = P V stays OpenBLAS's: its own
-// product was no faster there):
+// the products in that order themselves, so runs keep their numbers there bit for bit,
+// without OpenBLAS's packing and zeroing of C and with the causal triangle cut at a finer
+// grain:
 //   scores_rows:  S[t][s] = alpha (A_t . B_s) for s <= t (the scores, and dP = dO V^T),
-//   nn_rows:      O[t][j] (+)= sum_{s=0}^{t} P[t][s] X[s][j] (dQ = dS K),
+//   nn_rows:      O[t][j] (+)= sum_{s=0}^{t} P[t][s] X[s][j] (O = P V, dQ += dS K),
 //   tn_acc_rows:  D[c][j] += sum_{t=c}^{L-1} P[t][c] X[t][j] (dV and dK), by blocks of rows.
 // Shorter sequences keep OpenBLAS, whose kernels for fewer rows round otherwise. The tiles
 // are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_attention_vector(0) runs
@@ -888,8 +887,8 @@ static void softmax_backward_rows(const float *p, float *ds, int T, int L, int t
 
 // Per (sequence, head): S = scale Q K^T, the causal softmax, O = P V, the products as
 // single-threaded sgemms (OpenBLAS's OpenMP build runs BLAS called inside a parallel region
-// on the calling thread), the scores our own where they run (above). Work is split by
-// (sequence, KV head), so a task owns its dk/dv rows and transposes its keys once.
+// on the calling thread) or our own (above). Work is split by (sequence, KV head), so a task
+// owns its dk/dv rows and transposes its keys once.
 void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
                            const float *v, const int *lengths, int B, int T, int NH, int NKV,
                            int hd) {
@@ -910,10 +909,15 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                     float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
                     const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
                     float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T);
-                    else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                    softmax_rows(p, T, 0, L);
-                    causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
+                    if (own) {
+                        scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T);
+                        softmax_rows(p, T, 0, L);
+                        nn_rows(0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
+                    } else {
+                        causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
+                        softmax_rows(p, T, 0, L);
+                        causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
+                    }
                     for (int t = L; t < T; t++) {
                         memset(p + (size_t)t * T, 0, (size_t)T * sizeof(float));
                         memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
