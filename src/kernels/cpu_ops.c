@@ -869,15 +869,17 @@ static void softmax_rows(float *p, int T, int t0, int t1) {
 }
 
 // Rows t0..t1-1 of dS = P * (dP - rowsum(P * dP)) * scale, in place of dP (ds, row stride T),
-// zero past the diagonal to column L.
+// zero past the diagonal to column zero_to (what the products after it read: the block's
+// end for the own ones, L for OpenBLAS's blocks).
 // rowsum(P * dP) in dot_lanes8's order (that of the `omp simd reduction` loop it replaced).
-static void softmax_backward_rows(const float *p, float *ds, int T, int L, int t0, int t1, float scale) {
+static void softmax_backward_rows(const float *p, float *ds, int T, int zero_to, int t0, int t1,
+                                  float scale) {
     for (int t = t0; t < t1; t++) {
         const float *pr = p + (size_t)t * T;
         float *dr = ds + (size_t)t * T, pdp = dot_lanes8_any(pr, dr, t + 1);
 #pragma omp simd
         for (int s2 = 0; s2 <= t; s2++) dr[s2] = pr[s2] * (dr[s2] - pdp) * scale;
-        for (int s2 = t + 1; s2 < L; s2++) dr[s2] = 0.0f;
+        for (int s2 = t + 1; s2 < zero_to; s2++) dr[s2] = 0.0f;
     }
 }
 
@@ -968,7 +970,7 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                             if (dv) tn_acc_rows(accv, hd, p + (size_t)t0 * T, T, dout + qt, (int)qstride, t1 - t0, t1);
                             if (!need_ds) continue;
                             scores_rows(t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T);
-                            softmax_backward_rows(p, ds, T, L, t0, t1, scale);
+                            softmax_backward_rows(p, ds, T, t1, t0, t1, scale);
                             if (dq) nn_rows(t0, t1, hd, ds, T, k + kvoff, (int)kvstride, 1, dq + qoff, (int)qstride);
                             if (dk) tn_acc_rows(acck, hd, ds + (size_t)t0 * T, T, q + qt, (int)qstride, t1 - t0, t1);
                         }
