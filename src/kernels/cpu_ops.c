@@ -854,12 +854,12 @@ static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float
                 acc[(size_t)c * hd + j] = fmaf(P[(size_t)i * ldp + c], X[(size_t)i * ldx + j], acc[(size_t)c * hd + j]);
 }
 
-// The causal softmax of rows t0..t1-1 of the scores p (row stride T), in place, with zeros
+// The causal softmax of rows 0..L-1 of the scores p (row stride T), in place, with zeros
 // past the diagonal to column T. 512-bit vectors where the CPU has them: none of its loops
 // sums in an order that the width would change (exp_sum fixes its own).
 __attribute__((target("prefer-vector-width=512")))
-static void softmax_rows(float *p, int T, int t0, int t1) {
-    for (int t = t0; t < t1; t++) {
+static void softmax_rows(float *p, int T, int L) {
+    for (int t = 0; t < L; t++) {
         float *pr = p + (size_t)t * T;
         float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
 #pragma omp simd
@@ -911,15 +911,11 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                     float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
                     const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
                     float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) {
-                        scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T);
-                        softmax_rows(p, T, 0, L);
-                        nn_rows(0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
-                    } else {
-                        causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                        softmax_rows(p, T, 0, L);
-                        causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
-                    }
+                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T);
+                    else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
+                    softmax_rows(p, T, L);
+                    if (own) nn_rows(0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
+                    else causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
                     for (int t = L; t < T; t++) {
                         memset(p + (size_t)t * T, 0, (size_t)T * sizeof(float));
                         memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
@@ -980,16 +976,14 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                                 if (dv) dv[o] += accv[a];
                                 if (dk) dk[o] += acck[a];
                             }
-                        continue;
-                    }
-                    if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
-                    if (!need_ds) continue;
-                    {
+                    } else {
+                        if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
+                        if (!need_ds) continue;
                         causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
                         softmax_backward_rows(p, ds, T, L, 0, L, scale);
                         if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
+                        if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
                     }
-                    if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
                 }
             }
         }
