@@ -98,8 +98,11 @@ static inline float exp_fast(float x) {
 
 #ifdef __AVX512F__
 // exp_fast of 16 floats: the same operations in the same order (no fused multiply-adds), so
-// each lane equals exp_fast of its float bit for bit. min/max clamp as exp_fast's compares
-// do for every number; a NaN lane gets another clamped value, but returns the NaN.
+// each lane equals exp_fast of its float bit for bit (checked for all 2^32 floats). min/max
+// clamp as exp_fast's compares do for every number; a NaN lane gets another clamped value,
+// but returns the NaN. The scaling by 2^n is vscalefps: the exact product p 2^n rounded once,
+// as the multiplication by the float 2^n rounds it, subnormal results included. The lanes
+// below -87 or NaN are set apart only when a vector has one.
 static inline __m512 exp_fast16(__m512 x) {
     __m512 xc = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
     __m512 big = _mm512_set1_ps(12582912.0f);
@@ -113,10 +116,12 @@ static inline __m512 exp_fast16(__m512 x) {
     p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
     p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), y);  // x < -87: 0
-    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);              // NaN: x
+    __m512 y = _mm512_scalef_ps(p, n);  // p 2^n, rounded once as p times the float 2^n is
+    if (__builtin_expect(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NGE_UQ) != 0, 0)) {
+        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), y);  // x < -87: 0
+        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);                   // NaN: x
+    }
+    return y;
 }
 
 // The low and the high 8 floats of a vector of 16.
@@ -705,10 +710,13 @@ static void causal_bt(float *bt, const float *B, int ldb, int L, int hd) {
 #ifdef __AVX512F__
 // R rows x ncols (<= 32) columns of S, each entry's chain over c; the accumulators have a
 // fixed size (R <= 8), so that they stay in registers. Loads read bt up to 32 columns on
-// (bt_ld pads it), stores write ncols.
+// (bt_ld pads it), stores write ncols. With lmax, row i's entries in the columns up to
+// diag + i (its diagonal, counted from the tile's first column) go into its 16 lane maxima
+// lmax[i], as row_max's lanes take them (NaNs skipped).
 static inline __attribute__((always_inline)) void scores_tile(float *S, size_t lds, const float *A,
                                                              size_t lda, const float *bt, size_t ldbt,
-                                                             int hd, int ncols, float alpha, const int R) {
+                                                             int hd, int ncols, float alpha, const int R,
+                                                             __m512 *lmax, int diag) {
     __m512 acc[8][2];
     for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int c = 0; c < hd; c++) {
@@ -723,8 +731,16 @@ static inline __attribute__((always_inline)) void scores_tile(float *S, size_t l
     __mmask16 m1 = ncols >= 32 ? 0xFFFF : (ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1) : 0);
     __m512 al = _mm512_set1_ps(alpha);
     for (int i = 0; i < R; i++) {
-        _mm512_mask_storeu_ps(S + (size_t)i * lds, m0, _mm512_mul_ps(acc[i][0], al));
-        _mm512_mask_storeu_ps(S + (size_t)i * lds + 16, m1, _mm512_mul_ps(acc[i][1], al));
+        __m512 s0 = _mm512_mul_ps(acc[i][0], al), s1 = _mm512_mul_ps(acc[i][1], al);
+        _mm512_mask_storeu_ps(S + (size_t)i * lds, m0, s0);
+        _mm512_mask_storeu_ps(S + (size_t)i * lds + 16, m1, s1);
+        if (lmax) {  // the row's entries up to its diagonal (diag + i, >= 0), to its lanes' maxima
+            int n = diag + i + 1 < ncols ? diag + i + 1 : ncols;
+            __mmask16 v0 = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+            __mmask16 v1 = n >= 32 ? 0xFFFF : (n > 16 ? (__mmask16)((1u << (n - 16)) - 1) : 0);
+            lmax[i] = _mm512_mask_max_ps(lmax[i], v0, s0, lmax[i]);  // s > max ? s : max
+            lmax[i] = _mm512_mask_max_ps(lmax[i], v1, s1, lmax[i]);
+        }
     }
 }
 
@@ -774,27 +790,38 @@ static inline __attribute__((always_inline)) void tn_acc_tile(float *acc, const 
 
 // Rows t0..t1-1 of S: tiles of 8 rows x 32 columns up to each tile's last row;
 // the columns a tile covers past the diagonal are written too (the callers overwrite them).
+// With mx (the forward's scores), mx[t] = max_{s <= t} S[t][s], as row_max gives it.
 static void scores_rows(int t0, int t1, int L, int hd, float alpha, const float *A, int lda,
-                        const float *bt, float *S, int lds) {
+                        const float *bt, float *S, int lds, float *mx) {
     size_t ldbt = (size_t)bt_ld(L);
 #ifdef __AVX512F__
     if (attention_vector >= 2) {
-        for (; t0 + 8 <= t1; t0 += 8)
+        __m512 lmax[8], *lm = mx ? lmax : NULL;
+        for (; t0 + 8 <= t1; t0 += 8) {
+            for (int i = 0; i < 8; i++) lmax[i] = _mm512_set1_ps(-INFINITY);
             for (int s0 = 0; s0 < t0 + 8; s0 += 32)
                 scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
-                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 8);
-        for (; t0 < t1; t0++)
+                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 8, lm, t0 - s0);
+            if (mx)
+                for (int i = 0; i < 8; i++) mx[t0 + i] = _mm512_reduce_max_ps(lmax[i]);
+        }
+        for (; t0 < t1; t0++) {
+            lmax[0] = _mm512_set1_ps(-INFINITY);
             for (int s0 = 0; s0 <= t0; s0 += 32)
                 scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
-                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 1);
+                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 1, lm, t0 - s0);
+            if (mx) mx[t0] = _mm512_reduce_max_ps(lmax[0]);
+        }
     }
 #endif
-    for (; t0 < t1; t0++)
+    for (; t0 < t1; t0++) {
         for (int s = 0; s <= t0; s++) {
             float acc = 0.0f;
             for (int c = 0; c < hd; c++) acc = fmaf(A[(size_t)t0 * lda + c], bt[(size_t)c * ldbt + s], acc);
             S[(size_t)t0 * lds + s] = acc * alpha;
         }
+        if (mx) mx[t0] = row_max(S + (size_t)t0 * lds, t0 + 1);
+    }
 }
 
 #ifdef __AVX512F__
@@ -855,13 +882,14 @@ static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float
 }
 
 // The causal softmax of rows 0..L-1 of the scores p (row stride T), in place, with zeros
-// past the diagonal to column T. 512-bit vectors where the CPU has them: none of its loops
-// sums in an order that the width would change (exp_sum fixes its own).
+// past the diagonal to column T; mx: the rows' maxima where the scores' product gave them.
+// 512-bit vectors where the CPU has them: none of its loops sums in an order that the width
+// would change (exp_sum fixes its own).
 __attribute__((target("prefer-vector-width=512")))
-static void softmax_rows(float *p, int T, int L) {
+static void softmax_rows(float *p, int T, int L, const float *mx) {
     for (int t = 0; t < L; t++) {
         float *pr = p + (size_t)t * T;
-        float inv = 1.0f / exp_sum(pr, t + 1, row_max(pr, t + 1), 1.0f);
+        float inv = 1.0f / exp_sum(pr, t + 1, mx ? mx[t] : row_max(pr, t + 1), 1.0f);
 #pragma omp simd
         for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
         memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
@@ -900,6 +928,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
 #pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
     {
         float *kt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // K^T for scores_rows
+        float *mx = xmalloc(((size_t)T + 1) * sizeof(float));              // the rows' maxima
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int bb = 0; bb < B; bb++) {
             for (int kh = 0; kh < NKV; kh++) {
@@ -911,9 +940,9 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
                     float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
                     const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
                     float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T);
+                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T, mx);
                     else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                    softmax_rows(p, T, L);
+                    softmax_rows(p, T, L, own ? mx : NULL);
                     if (own) nn_rows(0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
                     else causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
                     for (int t = L; t < T; t++) {
@@ -924,6 +953,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
             }
         }
         free(kt);
+        free(mx);
     }
 }
 
@@ -965,7 +995,7 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                             size_t qt = qoff + (size_t)t0 * qstride;
                             if (dv) tn_acc_rows(accv, hd, p + (size_t)t0 * T, T, dout + qt, (int)qstride, t1 - t0, t1);
                             if (!need_ds) continue;
-                            scores_rows(t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T);
+                            scores_rows(t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T, NULL);
                             softmax_backward_rows(p, ds, T, t1, t0, t1, scale);
                             if (dq) nn_rows(t0, t1, hd, ds, T, k + kvoff, (int)kvstride, 1, dq + qoff, (int)qstride);
                             if (dk) tn_acc_rows(acck, hd, ds + (size_t)t0 * T, T, q + qt, (int)qstride, t1 - t0, t1);
