@@ -699,8 +699,48 @@ static inline int own_products(int L, int hd) {
 // scores_rows takes B transposed: bt = B^T (hd x bt_ld(L), zero past L), from causal_bt.
 static inline int bt_ld(int L) { return (L + 31) / 32 * 32; }
 
+#ifdef __AVX512F__
+// The 16 x 16 floats r[i][j] into r[j][i] (unpacks within 128-bit lanes, then lane shuffles).
+static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+#endif
+
 static void causal_bt(float *bt, const float *B, int ldb, int L, int hd) {
     int ld = bt_ld(L);
+#ifdef __AVX512F__
+    if (attention_vector >= 2 && hd % 16 == 0) {  // blocks of 16 x 16 (ld is a multiple of 32)
+        for (int s0 = 0; s0 < ld; s0 += 16)
+            for (int c0 = 0; c0 < hd; c0 += 16) {
+                __m512 r[16];
+                for (int i = 0; i < 16; i++)
+                    r[i] = s0 + i < L ? _mm512_loadu_ps(B + (size_t)(s0 + i) * ldb + c0) : _mm512_setzero_ps();
+                transpose16(r);
+                for (int j = 0; j < 16; j++) _mm512_storeu_ps(bt + (size_t)(c0 + j) * ld + s0, r[j]);
+            }
+        return;
+    }
+#endif
     for (int s = 0; s < ld; s++) {  // rows of B in order: hd output rows filled alongside
         const float *br = B + (size_t)s * ldb;
         for (int c = 0; c < hd; c++) bt[(size_t)c * ld + s] = s < L ? br[c] : 0.0f;
