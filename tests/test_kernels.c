@@ -758,6 +758,39 @@ static void test_swiglu(void **state) {
     free(c.R);
 }
 
+// SwiGLU's 16-float loops (AVX-512) take the scalar loops' operations in their order, so they
+// equal them bit for bit: saturating and flushing gates, zeros of both signs, infinities and
+// NaNs, a masked last vector, and on every thread's share.
+static void test_swiglu_vector_matches_scalar(void **state) {
+    enum { n = 16 * 700 + 13 };
+    float *gate = frand(n, 73, -120, 120), *up = frand(n, 74, -2, 2), *dout = frand(n, 75, -1, 1);
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 87.0f, -87.0f, 88.0f,
+                             -88.0f, 1e-40f, -1e-40f, 3.4e38f, -3.4e38f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) gate[i * 37] = special[i];
+    for (int i = 0; i < 500; i++) gate[n / 2 + i] *= 0.05f;  // the bulk of real gates
+    float *out[2], *dg[2], *du[2];
+    for (int path = 0; path < 2; path++) {  // 0: vector loops, 1: scalar loops
+        out[path] = fnew(n);
+        dg[path] = fnew(n);
+        du[path] = fnew(n);
+        cpu_attention_vector(path == 0 ? 2 : 0);
+        kn_swiglu_forward(bk, out[path], gate, up, n);
+        kn_swiglu_backward(bk, dg[path], du[path], dout, gate, up, n);
+    }
+    cpu_attention_vector(2);
+    assert_memory_equal(out[0], out[1], n * sizeof(float));
+    assert_memory_equal(dg[0], dg[1], n * sizeof(float));
+    assert_memory_equal(du[0], du[1], n * sizeof(float));
+    for (int path = 0; path < 2; path++) {
+        free(out[path]);
+        free(dg[path]);
+        free(du[path]);
+    }
+    free(gate);
+    free(up);
+    free(dout);
+}
+
 // ---- logprob
 
 typedef struct {
@@ -1168,6 +1201,7 @@ int main(void) {
         cmocka_unit_test(test_decode_vector_matches_scalar),
         cmocka_unit_test(test_decode_matmul_is_fma_chain),
         cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_swiglu_vector_matches_scalar),
         cmocka_unit_test(test_logprob),
         cmocka_unit_test(test_logprob_chunked),
         cmocka_unit_test(test_adamw),

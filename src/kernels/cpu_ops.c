@@ -1429,9 +1429,71 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
 
 static inline float sigmoidf(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
 
+#ifdef __AVX512F__
+// sigmoidf of 16 floats, its operations in its order (exp_fast16 equals exp_fast). A NaN
+// lane returns x itself: sigmoidf gives -x there, and which NaN a product of two returns
+// depends on the order the compiler puts them in; with x, SwiGLU's results are x's NaN as
+// the scalar loops' are.
+static inline __m512 sigmoid16(__m512 x) {
+    __m512 one = _mm512_set1_ps(1.0f);
+    __m512 neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
+    __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp_fast16(neg)));
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    return __builtin_expect(nan != 0, 0) ? _mm512_mask_mov_ps(s, nan, x) : s;
+}
+
+// SwiGLU's elements [i0, i1) in 16-float vectors (the last one masked), each as the scalar
+// loops below compute it.
+static void swiglu_forward16(float *out, const float *gate, const float *up, size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; i += 16) {
+        __mmask16 m = i1 - i >= 16 ? 0xFFFF : (__mmask16)((1u << (i1 - i)) - 1);
+        __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+        __m512 y = _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(g)), _mm512_maskz_loadu_ps(m, up + i));
+        _mm512_mask_storeu_ps(out + i, m, y);
+    }
+}
+
+static void swiglu_backward16(float *dgate, float *dup, const float *dout, const float *gate,
+                              const float *up, size_t i0, size_t i1) {
+    __m512 one = _mm512_set1_ps(1.0f);
+    for (size_t i = i0; i < i1; i += 16) {
+        __mmask16 m = i1 - i >= 16 ? 0xFFFF : (__mmask16)((1u << (i1 - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, gate + i), s = sigmoid16(x), d = _mm512_maskz_loadu_ps(m, dout + i);
+        __m512 xs = _mm512_mul_ps(x, s);  // x s (1 - s) and d x s both take x s first
+        __m512 ds = _mm512_add_ps(s, _mm512_mul_ps(xs, _mm512_sub_ps(one, s)));
+        _mm512_mask_storeu_ps(dgate + i, m, _mm512_mul_ps(_mm512_mul_ps(d, _mm512_maskz_loadu_ps(m, up + i)), ds));
+        _mm512_mask_storeu_ps(dup + i, m, _mm512_mul_ps(_mm512_mul_ps(d, x), s));
+    }
+}
+#endif
+
+// SwiGLU's elements [i0, i1) of thread `th` of `nth`: a share of whole 16-float vectors.
+static void thread_share(size_t n, int th, int nth, size_t *i0, size_t *i1) {
+    size_t v = (n + 15) / 16;
+    *i0 = v * th / nth * 16;
+    *i1 = v * (th + 1) / nth * 16;
+    if (*i1 > n) *i1 = n;
+    if (*i0 > n) *i0 = n;
+}
+
 // SwiGLU's loops are elementwise: 512-bit vectors where the CPU has them round alike.
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
+#ifdef __AVX512F__
+    if (attention_vector >= 2) {
+        if (par_team(n)) {
+#pragma omp parallel
+            {
+                size_t i0, i1;
+                thread_share(n, omp_get_thread_num(), omp_get_num_threads(), &i0, &i1);
+                swiglu_forward16(out, gate, up, i0, i1);
+            }
+        } else {
+            swiglu_forward16(out, gate, up, 0, n);
+        }
+        return;
+    }
+#endif
     if (par_team(n)) {
 #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
@@ -1445,6 +1507,21 @@ void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n) {
+#ifdef __AVX512F__
+    if (dgate && dup && attention_vector >= 2) {
+        if (par_team(n)) {
+#pragma omp parallel
+            {
+                size_t i0, i1;
+                thread_share(n, omp_get_thread_num(), omp_get_num_threads(), &i0, &i1);
+                swiglu_backward16(dgate, dup, dout, gate, up, i0, i1);
+            }
+        } else {
+            swiglu_backward16(dgate, dup, dout, gate, up, 0, n);
+        }
+        return;
+    }
+#endif
     if (dgate && dup) {  // the usual case: one pass over the five arrays
 #pragma omp parallel for simd schedule(static) if (parallel : n >= PAR_MIN)
         for (size_t i = 0; i < n; i++) {

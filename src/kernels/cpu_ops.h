@@ -39,10 +39,11 @@ void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, 
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, const int *share, const int *plen,
                           int B, int Tmax, int NH, int NKV, int hd);
-// 0: the attention kernels take their scalar loops only (the reference their vector paths
-// must equal bit for bit: tests/test_kernels.c); 1: their 256-bit vector paths only (as on a
-// CPU without AVX-512); 2 (the default): every vector path this build has (the decode's
-// scores and value sums, every softmax's exponentials, the forward's own products).
+// 0: the attention and SwiGLU kernels take their scalar loops only (the reference their
+// vector paths must equal bit for bit: tests/test_kernels.c); 1: their 256-bit vector paths
+// only (as on a CPU without AVX-512); 2 (the default): every vector path this build has (the
+// decode's scores and value sums, every softmax's exponentials, the forward's own products,
+// SwiGLU's 16-float loops).
 void cpu_attention_vector(int level);
 // 0: every attention product through OpenBLAS (the code before cpu_ops.c's own products);
 // 1 (the default): its own products where they run. For scripts/blas_order.c.
