@@ -921,6 +921,24 @@ static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float
                 acc[(size_t)c * hd + j] = fmaf(P[(size_t)i * ldp + c], X[(size_t)i * ldx + j], acc[(size_t)c * hd + j]);
 }
 
+// x[0..n) *= s, the last partial vector masked (gcc's loop ends in scalar steps).
+static inline void scale_row(float *x, int n, float s) {
+    int i = 0;
+#ifdef __AVX512F__
+    if (attention_vector >= 2) {
+        __m512 sv = _mm512_set1_ps(s);
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), sv));
+        if (i < n) {
+            __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+            _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv));
+        }
+        return;
+    }
+#endif
+#pragma omp simd
+    for (int j = i; j < n; j++) x[j] *= s;
+}
+
 // The causal softmax of rows 0..L-1 of the scores p (row stride T), in place, with zeros
 // past the diagonal to column T; mx: the rows' maxima where the scores' product gave them.
 // 512-bit vectors where the CPU has them: none of its loops sums in an order that the width
@@ -930,8 +948,7 @@ static void softmax_rows(float *p, int T, int L, const float *mx) {
     for (int t = 0; t < L; t++) {
         float *pr = p + (size_t)t * T;
         float inv = 1.0f / exp_sum(pr, t + 1, mx ? mx[t] : row_max(pr, t + 1), 1.0f);
-#pragma omp simd
-        for (int s2 = 0; s2 <= t; s2++) pr[s2] *= inv;
+        scale_row(pr, t + 1, inv);
         memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
     }
 }
@@ -1396,9 +1413,7 @@ static void decode_row(float *out, float *prob, const float *q, const float *kca
     decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
     for (int h = 0; h < NH; h++) {  // softmax of each head's scores
         float *p = prob + (size_t)h * Tmax;
-        float inv = 1.0f / exp_sum(p, nk, row_max(p, nk), scale);
-#pragma omp simd
-        for (int s = 0; s < nk; s++) p[s] *= inv;
+        scale_row(p, nk, 1.0f / exp_sum(p, nk, row_max(p, nk), scale));
     }
     decode_values(ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
     decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
