@@ -2,6 +2,7 @@
 // to its CPU (cpu_ops.c) or CUDA (cuda_ops.cu) implementation.
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../common.h"
 #include "cpu_ops.h"
@@ -78,13 +79,23 @@ void backend_destroy(Backend *b) {
 #define IF_CUDA_RET(call)
 #endif
 
+// Buffers of this size or more go on 2 MB pages where the kernel allows them (transparent
+// huge pages in "madvise" mode, Debian's default, take only buffers that ask): the model's
+// activations and attention matrices are tens of MB, walked by rows and columns, and with
+// 4 KB pages their address translations miss the TLB.
+#define HUGE_PAGE (2u << 20)
+
 void *bk_alloc(Backend *b, size_t bytes) {
     IF_CUDA_RET(cuda_alloc(b->impl, bytes));
     // 64-byte aligned for vector loads; zeroed so an unwritten buffer is never garbage
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+    size_t rounded = (bytes + align - 1) / align * align;
+    void *p = aligned_alloc(align, rounded ? rounded : align);
     if (!p) die("out of memory allocating %zu bytes", bytes);
-    memset(p, 0, rounded ? rounded : 64);
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure changes nothing
+#endif
+    memset(p, 0, rounded ? rounded : align);
     return p;
 }
 void bk_free(Backend *b, void *p) {
