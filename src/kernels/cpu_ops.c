@@ -124,6 +124,12 @@ static inline __m512 exp_fast16(__m512 x) {
     return y;
 }
 
+// The first n of 16 lanes (none for n <= 0, all for n >= 16): a masked vector's valid floats.
+static inline __mmask16 first_lanes(long n) {
+    unsigned k = n <= 0 ? 0u : n >= 16 ? 16u : (unsigned)n;  // clamped, so no branch is needed
+    return (__mmask16)((1u << k) - 1);
+}
+
 // The low and the high 8 floats of a vector of 16.
 static inline __m256 lo8(__m512 v) { return _mm512_castps512_ps256(v); }
 static inline __m256 hi8(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
@@ -368,7 +374,7 @@ static void dec_tile_any(float *out, size_t ldo, const float *inp, size_t ldi, c
 static inline void dec_task(float *out, const float *inp, const float *wp, int N, int C, int OC, int nt, int t) {
     int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
     int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
-    __mmask16 mask = (__mmask16)(last >= 16 ? 0xFFFF : (1u << last) - 1);
+    __mmask16 mask = first_lanes(last);
     dec_tile_any(out + (size_t)r0 * OC + o0, (size_t)OC, inp + (size_t)r0 * C, (size_t)C,
                  wp + dec_panel_offset(C, p), C, R, V, mask);
 }
@@ -603,7 +609,7 @@ static inline float exp_sum(float *p, int n, float maxv, float scale) {
         float tail[16];
         int j = 0, left = n - s;  // < 16: one vector of 8 into the lanes, then lane 0
         if (left > 0) {
-            __mmask16 in = (__mmask16)((1u << left) - 1);
+            __mmask16 in = first_lanes(left);
             __m512 e = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + s), mv), sc));
             _mm512_mask_storeu_ps(p + s, in, e);
             _mm512_storeu_ps(tail, e);
@@ -767,6 +773,7 @@ static inline __attribute__((always_inline)) void scores_tile(float *S, size_t l
             acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
         }
     }
+    // the masks written out: with first_lanes, gcc's code for the whole tile ran slower
     __mmask16 m0 = ncols >= 16 ? 0xFFFF : (__mmask16)((1u << ncols) - 1);
     __mmask16 m1 = ncols >= 32 ? 0xFFFF : (ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1) : 0);
     __m512 al = _mm512_set1_ps(alpha);
@@ -929,7 +936,7 @@ static inline void scale_row(float *x, int n, float s) {
         __m512 sv = _mm512_set1_ps(s);
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), sv));
         if (i < n) {
-            __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+            __mmask16 m = first_lanes(n - i);
             _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv));
         }
         return;
@@ -1461,18 +1468,19 @@ static inline __m512 sigmoid16(__m512 x) {
 // loops below compute it.
 static void swiglu_forward16(float *out, const float *gate, const float *up, size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; i += 16) {
-        __mmask16 m = i1 - i >= 16 ? 0xFFFF : (__mmask16)((1u << (i1 - i)) - 1);
+        __mmask16 m = first_lanes((long)(i1 - i));
         __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
         __m512 y = _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(g)), _mm512_maskz_loadu_ps(m, up + i));
         _mm512_mask_storeu_ps(out + i, m, y);
     }
 }
 
+// dgate and dup of SwiGLU's elements [i0, i1), as the scalar loop below computes them.
 static void swiglu_backward16(float *dgate, float *dup, const float *dout, const float *gate,
                               const float *up, size_t i0, size_t i1) {
     __m512 one = _mm512_set1_ps(1.0f);
     for (size_t i = i0; i < i1; i += 16) {
-        __mmask16 m = i1 - i >= 16 ? 0xFFFF : (__mmask16)((1u << (i1 - i)) - 1);
+        __mmask16 m = first_lanes((long)(i1 - i));
         __m512 x = _mm512_maskz_loadu_ps(m, gate + i), s = sigmoid16(x), d = _mm512_maskz_loadu_ps(m, dout + i);
         __m512 xs = _mm512_mul_ps(x, s);  // x s (1 - s) and d x s both take x s first
         __m512 ds = _mm512_add_ps(s, _mm512_mul_ps(xs, _mm512_sub_ps(one, s)));
@@ -1480,32 +1488,36 @@ static void swiglu_backward16(float *dgate, float *dup, const float *dout, const
         _mm512_mask_storeu_ps(dup + i, m, _mm512_mul_ps(_mm512_mul_ps(d, x), s));
     }
 }
-#endif
 
-// SwiGLU's elements [i0, i1) of thread `th` of `nth`: a share of whole 16-float vectors.
-static void thread_share(size_t n, int th, int nth, size_t *i0, size_t *i1) {
-    size_t v = (n + 15) / 16;
-    *i0 = v * th / nth * 16;
-    *i1 = v * (th + 1) / nth * 16;
-    if (*i1 > n) *i1 = n;
-    if (*i0 > n) *i0 = n;
+// SwiGLU's forward (dout NULL: out = y) or backward (dgate = y, dup) over [i0, i1).
+static void swiglu16_range(float *y, float *dup, const float *dout, const float *gate,
+                           const float *up, size_t i0, size_t i1) {
+    if (dout) swiglu_backward16(y, dup, dout, gate, up, i0, i1);
+    else swiglu_forward16(y, gate, up, i0, i1);
 }
+
+// swiglu16_range over n elements: on a team (par_team), each thread a share of whole vectors.
+static void swiglu16(float *y, float *dup, const float *dout, const float *gate, const float *up,
+                     size_t n) {
+    if (!par_team(n)) {
+        swiglu16_range(y, dup, dout, gate, up, 0, n);
+        return;
+    }
+#pragma omp parallel
+    {
+        size_t v = (n + 15) / 16, th = (size_t)omp_get_thread_num(), nth = (size_t)omp_get_num_threads();
+        size_t i0 = v * th / nth * 16, i1 = v * (th + 1) / nth * 16;
+        swiglu16_range(y, dup, dout, gate, up, i0 < n ? i0 : n, i1 < n ? i1 : n);
+    }
+}
+#endif
 
 // SwiGLU's loops are elementwise: 512-bit vectors where the CPU has them round alike.
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
 #ifdef __AVX512F__
     if (attention_vector >= 2) {
-        if (par_team(n)) {
-#pragma omp parallel
-            {
-                size_t i0, i1;
-                thread_share(n, omp_get_thread_num(), omp_get_num_threads(), &i0, &i1);
-                swiglu_forward16(out, gate, up, i0, i1);
-            }
-        } else {
-            swiglu_forward16(out, gate, up, 0, n);
-        }
+        swiglu16(out, NULL, NULL, gate, up, n);
         return;
     }
 #endif
@@ -1524,16 +1536,7 @@ void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout
                          const float *gate, const float *up, size_t n) {
 #ifdef __AVX512F__
     if (dgate && dup && attention_vector >= 2) {
-        if (par_team(n)) {
-#pragma omp parallel
-            {
-                size_t i0, i1;
-                thread_share(n, omp_get_thread_num(), omp_get_num_threads(), &i0, &i1);
-                swiglu_backward16(dgate, dup, dout, gate, up, i0, i1);
-            }
-        } else {
-            swiglu_backward16(dgate, dup, dout, gate, up, 0, n);
-        }
+        swiglu16(dgate, dup, dout, gate, up, n);
         return;
     }
 #endif
