@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Table of `make bench-rl` (scripts/bench-rl.sh) from its RESULT lines: per mode and round,
 each implementation's phase rates, s/step, s per 1k generated tokens, FLOP rates as a share
-of the cblas_sgemm rate grpolab measured in the same round on the model's own shapes, and
+of the cblas_sgemm rate grpolab measured in the same round on the model's own shapes (over
+all timed steps, and grpolab's fastest step of each phase), and
 grpolab's speed-up over each peer of the same round (the runs alternate, so a round's
 implementations saw about the same load)."""
 import sys
@@ -17,7 +18,8 @@ def main(path):
     for mode in dict.fromkeys(r["mode"] for r in rows):
         print(f"\nbench-rl, mode {mode} ({'every response at the budget' if mode == 'forced' else 'the model''s own lengths'}):")
         print(f"{'round':>5} {'impl':>8} {'rollout tok/s':>13} {'update tok/s':>12} {'s/step':>7} "
-              f"{'s/1k tok':>8} {'rollout GF/s':>12} {'% sgemm':>7} {'update GF/s':>11} {'% sgemm':>7}")
+              f"{'s/1k tok':>8} {'rollout GF/s':>12} {'% sgemm':>7} {'update GF/s':>11} {'% sgemm':>7} "
+              f"{'fastest step, % sgemm':>21}")
         speedups = {}
         for rnd in dict.fromkeys(r["round"] for r in rows if r["mode"] == mode):
             rr = [r for r in rows if r["mode"] == mode and r["round"] == rnd]
@@ -28,8 +30,12 @@ def main(path):
                 sro = 100 * rg / float(g["sgemm_rollout"]) if g else float("nan")
                 sup = 100 * ug / float(g["sgemm_update"]) if g else float("nan")
                 r["s1k"] = 1000 * (ro + up) / n
+                fastest = ""  # grpolab's fastest timed step, rollout / update
+                if "update_gflops_fastest" in r and g:
+                    fastest = (f"{100 * float(r['rollout_gflops_fastest']) / float(g['sgemm_rollout']):.0f}% / "
+                               f"{100 * float(r['update_gflops_fastest']) / float(g['sgemm_update']):.0f}%")
                 print(f"{rnd:>5} {r['impl']:>8} {n / ro:13.0f} {n / up:12.0f} {(ro + up) / st:7.2f} "
-                      f"{r['s1k']:8.3f} {rg:12.2f} {sro:6.0f}% {ug:11.2f} {sup:6.0f}%")
+                      f"{r['s1k']:8.3f} {rg:12.2f} {sro:6.0f}% {ug:11.2f} {sup:6.0f}% {fastest:>21}")
             for r in rr:
                 if g and r is not g:
                     speedups.setdefault(r["impl"], []).append(

@@ -120,6 +120,32 @@ static void test_sgemm_limit(void **state) {
     tu_remove_dir(dir);
 }
 
+// The fastest step's rate of each phase: at least the rate over all steps (the steps' FLOPs
+// over their summed time), and that rate itself when one step is timed.
+static void test_fastest_step(void **state) {
+    char dir[] = "/tmp/grpolab-bench-rl-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/len.txt", dir);
+    const char *keys[] = {"rollout_gflop", "rollout_s", "update_gflop", "update_s", "rollout_gflops_fastest",
+                          "update_gflops_fastest", "steps"};
+    double v[7];
+    for (int steps = 3; steps >= 1; steps -= 2) {
+        char extra[32];
+        snprintf(extra, sizeof extra, "--forced --steps %d", steps);
+        run_bench(extra, path, keys, v, 7);
+        assert_int_equal((int)v[6], steps);
+        // the rates over all steps, with the RESULT line's rounding of the seconds (6 decimals)
+        // and of the fastest rates (3 decimals)
+        double ro_lo = v[0] / (v[1] + 5e-7) - 5e-4, ro_hi = v[0] / (v[1] - 5e-7) + 5e-4;
+        double up_lo = v[2] / (v[3] + 5e-7) - 5e-4, up_hi = v[2] / (v[3] - 5e-7) + 5e-4;
+        printf("  %d step(s): rollout %.3f GFLOP/s, fastest %.3f; update %.3f, fastest %.3f\n", steps,
+               v[0] / v[1], v[4], v[2] / v[3], v[5]);
+        assert_true(v[4] >= ro_lo && v[5] >= up_lo);
+        if (steps == 1) assert_true(v[4] <= ro_hi && v[5] <= up_hi);
+    }
+    tu_remove_dir(dir);
+}
+
 static void test_bad_input(void **state) {
     char out[4096];
     assert_int_equal(tu_run_cli("bench-rl", out, sizeof out), 2);
@@ -136,6 +162,7 @@ int main(void) {
         cmocka_unit_test(test_forced_counts),
         cmocka_unit_test(test_own_lengths),
         cmocka_unit_test(test_sgemm_limit),
+        cmocka_unit_test(test_fastest_step),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

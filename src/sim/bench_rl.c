@@ -308,6 +308,7 @@ int cmd_bench_rl(int argc, char **argv) {
     const int N = S->P * S->G, nt = omp_get_max_threads();
     int ur = 1;  // the update's rows per pass: a micro-batch of the mean sequence length so far
     SgemmRef ref = {0};
+    double ro_fast = 0, up_fast = 0;  // each phase's GFLOP/s in its fastest timed step
     for (int s = 0; s < warmup + steps && rc == 0; s++) {
         StepTimes t = rl_step(&B, &st, s, s >= warmup ? lf : NULL);
         printf("  %s %d: %6.0f generated tokens (%.1f per response), rollout %.2f s, update %.2f s\n",
@@ -321,6 +322,8 @@ int cmd_bench_rl(int argc, char **argv) {
         sum.seq_tokens += t.seq_tokens;
         sum.rollout_flops += t.rollout_flops;
         sum.update_flops += t.update_flops;
+        if (t.rollout_flops / t.rollout_s * 1e-9 > ro_fast) ro_fast = t.rollout_flops / t.rollout_s * 1e-9;
+        if (t.update_flops / t.update_s * 1e-9 > up_fast) up_fast = t.update_flops / t.update_s * 1e-9;
         int done = s - warmup + 1, rows = (int)(S->micro * (sum.seq_tokens / (done * (double)N)) + 0.5);
         ur = rows > 0 ? rows : 1;
         sgemm_ref_update(&ref, bk, &mc, N, ur, nt);
@@ -339,14 +342,17 @@ int cmd_bench_rl(int argc, char **argv) {
                "(%d rows: %.1f GFLOP/s", sum.gen_tokens / sum.update_s, up_g, 100 * up_g / sg_up, ur, up_one);
         if (up_apart > 0) printf("; %d x %d rows apart: %.1f", nt, ur, up_apart);
         printf(")\n");
+        printf("  fastest of the %d steps: rollout %.2f GFLOP/s (%.1f%% of sgemm), update %.2f GFLOP/s "
+               "(%.1f%%)\n", steps, ro_fast, 100 * ro_fast / sg_ro, up_fast, 100 * up_fast / sg_up);
         printf("  step     %.3f s/step  %.4f s per 1k generated tokens  (%.0f generated tokens per step)\n",
                step_s, 1000 * step_s * steps / sum.gen_tokens, sum.gen_tokens / steps);
         printf("RESULT impl=grpolab mode=%s threads=%d steps=%d gen_tokens=%.0f seq_tokens=%.0f "
-               "rollout_s=%.4f update_s=%.4f rollout_gflop=%.9g update_gflop=%.9g "
-               "sgemm_rollout=%.3f sgemm_update=%.3f sgemm_rollout_one=%.3f sgemm_update_one=%.3f\n",
+               "rollout_s=%.6f update_s=%.6f rollout_gflop=%.9g update_gflop=%.9g "
+               "sgemm_rollout=%.3f sgemm_update=%.3f sgemm_rollout_one=%.3f sgemm_update_one=%.3f "
+               "rollout_gflops_fastest=%.3f update_gflops_fastest=%.3f\n",
                B.forced ? "forced" : "own", nt, steps, sum.gen_tokens, sum.seq_tokens, sum.rollout_s,
                sum.update_s, sum.rollout_flops * 1e-9, sum.update_flops * 1e-9, sg_ro, sg_up, ro_one,
-               up_one);
+               up_one, ro_fast, up_fast);
     }
     model_free(B.m);
     backend_destroy(bk);
