@@ -322,8 +322,8 @@ int cmd_bench_rl(int argc, char **argv) {
         sum.seq_tokens += t.seq_tokens;
         sum.rollout_flops += t.rollout_flops;
         sum.update_flops += t.update_flops;
-        if (t.rollout_flops / t.rollout_s * 1e-9 > ro_fast) ro_fast = t.rollout_flops / t.rollout_s * 1e-9;
-        if (t.update_flops / t.update_s * 1e-9 > up_fast) up_fast = t.update_flops / t.update_s * 1e-9;
+        ro_fast = fmax(ro_fast, t.rollout_flops / t.rollout_s * 1e-9);
+        up_fast = fmax(up_fast, t.update_flops / t.update_s * 1e-9);
         int done = s - warmup + 1, rows = (int)(S->micro * (sum.seq_tokens / (done * (double)N)) + 0.5);
         ur = rows > 0 ? rows : 1;
         sgemm_ref_update(&ref, bk, &mc, N, ur, nt);
