@@ -194,6 +194,10 @@ const CfgKey CONFIG_SCHEMA[] = {
      "steps between checkpoints <out>.ckpt.h5 (with optimizer state; also at the end); 0 = end only"},
     {"train", "bias_diagnostic", CFG_BOOL, "true", NO_RANGE, NULL,
      "log the cosine of the first minibatch's gradient with the unbiased policy gradient (one extra backward)"},
+    {"train", "question_set", CFG_ENUM, "weights", NO_RANGE, "weights|level1|levels1-3|all|ood",
+     "the training questions: weights = the levels by train.weight_level1..5; a named set of the "
+     "world (docs/world.md, \"Question sets\") replaces those weights: level1, levels1-3, all "
+     "(levels 1-5), ood (the out-of-distribution pool)"},
     {"train", "weight_level1", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 1 in the training pool"},
     {"train", "weight_level2", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 2 in the training pool"},
     {"train", "weight_level3", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 3 in the training pool"},

@@ -13,7 +13,8 @@ int rollout_collect(TrainState *s, const TrainSettings *S, Model *m, const Token
     char text[1024];
     int Tp = 1;
     for (int p = 0; p < P; p++) {
-        world_train_task_mix(S->seed, (int64_t)step * P + p, S->level_weights, &s->tasks[p]);
+        if (S->question_set) world_question_set_task(S->question_set, S->seed, (int64_t)step * P + p, &s->tasks[p]);
+        else world_train_task_mix(S->seed, (int64_t)step * P + p, S->level_weights, &s->tasks[p]);
         if (template_prompt(S->template_kind, &s->tasks[p], text, sizeof text) < 0)
             die("train: prompt of '%s' does not fit", s->tasks[p].question);
         s->plen_p[p] = tok_encode(tk, text, s->prompt_ids + (size_t)p * cap, cap, err, errlen);

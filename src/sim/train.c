@@ -59,7 +59,11 @@ int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char 
                        s->temperature);
     if (!(s->top_p > 0 && s->top_p <= 1))
         return set_err(err, errlen, "train.top_p = %g: must be in (0, 1]", s->top_p);
-    if (!(wsum > 0))
+    const char *qs = config_str(c, "train.question_set");
+    s->question_set = world_question_set_find(qs);  // NULL for "weights"
+    if (!s->question_set && strcmp(qs, "weights") != 0)
+        return set_err(err, errlen, "train.question_set = '%s': not a question set of the world", qs);
+    if (!s->question_set && !(wsum > 0))
         return set_err(err, errlen, "train.weight_level1..5 are all 0: at least one level needs "
                        "a positive weight");
     const char *tn = config_str(c, "world.template");

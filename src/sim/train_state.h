@@ -22,6 +22,7 @@ typedef struct {
     Compare compare;  // diagnostics.compare: the objectives and bins (buffers in TrainState.cmp)
     float temperature, top_p;
     double level_weights[WORLD_NUM_LEVELS];
+    const WorldQuestionSet *question_set;  // train.question_set; NULL: weights (level_weights)
     Template template_kind;
     RewardRule reward_rule;
     int max_new;

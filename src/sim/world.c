@@ -139,6 +139,8 @@ static const Spec LEVEL_SPEC[WORLD_NUM_LEVELS] = {
 // three-digit operands (larger than any level).
 static const Spec SPEC_LONG = {6, 7, {0.4, 0.4, 0.2}, 1, 20, 2, 9, 0, 1, 0, 1, 0, 999};
 static const Spec SPEC_BIG = {2, 2, {0.5, 0.5, 0.0}, 100, 999, 2, 9, 0, 1, 0, 0, 0, 9999};
+// The out-of-distribution training pool: chains of additions and subtractions.
+static const Spec SPEC_CHAIN = {3, 4, {0.5, 0.5, 0.0}, 1, 30, 2, 9, 0, 1, 0, 0, 0, 999};
 
 // ---------------------------------------------------------------- expression trees
 
@@ -289,6 +291,35 @@ void world_level_task(uint64_t seed, uint64_t purpose, int64_t index, int level,
     if (level < 1 || level > WORLD_NUM_LEVELS) die("world: level %d out of range 1..5", level);
     WorldRng r = world_rng(seed, purpose, index);
     gen_task(&r, &LEVEL_SPEC[level - 1], SPLIT_TRAIN, level, index, NULL, NULL, out);
+}
+
+void world_ood_train_task(uint64_t seed, int64_t index, Task *out) {
+    WorldRng r = world_rng(seed, WORLD_PURPOSE_TRAIN_OOD, index);
+    gen_task(&r, &SPEC_CHAIN, SPLIT_TRAIN, WORLD_LEVEL_OOD, index, NULL, NULL, out);
+}
+
+// ---------------------------------------------------------------- question sets
+
+static const WorldQuestionSet QSETS[] = {
+    {"level1", "level 1 only: one addition or subtraction (the narrowest, easiest set)", 0, {1, 0, 0, 0, 0}},
+    {"levels1-3", "levels 1-3 uniformly (the fig5 configs' pool)", 0, {1, 1, 1, 0, 0}},
+    {"all", "levels 1-5 uniformly, the coverage of the benchmarks (the MATH analogue)", 0, {1, 1, 1, 1, 1}},
+    {"ood", "3-4 additions and subtractions of operands 1-30, a kind no level has (the GSM-8K analogue)", 1,
+     {0, 0, 0, 0, 0}},
+};
+#define N_QSETS (int)(sizeof QSETS / sizeof QSETS[0])
+
+int world_num_question_sets(void) { return N_QSETS; }
+const WorldQuestionSet *world_question_set(int i) { return i >= 0 && i < N_QSETS ? &QSETS[i] : NULL; }
+const WorldQuestionSet *world_question_set_find(const char *name) {
+    for (int i = 0; name && i < N_QSETS; i++)
+        if (strcmp(QSETS[i].name, name) == 0) return &QSETS[i];
+    return NULL;
+}
+
+void world_question_set_task(const WorldQuestionSet *qs, uint64_t seed, int64_t index, Task *out) {
+    if (qs->ood) world_ood_train_task(seed, index, out);
+    else world_train_task_mix(seed, index, qs->weights, out);
 }
 
 // ---------------------------------------------------------------- benchmarks

@@ -47,6 +47,27 @@ void world_train_task_mix(uint64_t seed, int64_t index, const double level_weigh
 // (purpose >= WORLD_PURPOSE_USER, e.g. the corpus uses its own).
 void world_level_task(uint64_t seed, uint64_t purpose, int64_t index, int level, Task *out);
 
+// ---- the out-of-distribution training pool (the GSM-8K analogue of Fig. 6; docs/world.md)
+// 3-4 additions and subtractions of operands 1-30, no multiplication, at most one pair of
+// parentheses, every value within 999: several steps like levels 3-4, but of the easy
+// operations of level 1 only, a kind of question that no level and no benchmark has. Its
+// own stream (WORLD_PURPOSE_TRAIN_OOD), the training partition; Task.level is
+// WORLD_LEVEL_OOD.
+void world_ood_train_task(uint64_t seed, int64_t index, Task *out);
+
+// ---- question sets: which pool and levels a training run draws (train.question_set)
+typedef struct {
+    const char *name;  // the config value: "level1", "levels1-3", "all", "ood"
+    const char *desc;  // one line: what it holds and the paper's set it plays
+    int ood;           // 1: the out-of-distribution pool (weights unused)
+    double weights[WORLD_NUM_LEVELS];  // level weights of the main pool (world_train_task_mix)
+} WorldQuestionSet;
+int world_num_question_sets(void);
+const WorldQuestionSet *world_question_set(int i);               // NULL if out of range
+const WorldQuestionSet *world_question_set_find(const char *name);  // NULL if none
+// Question `index` of the set: the main pool with the set's weights, or the OOD pool.
+void world_question_set_task(const WorldQuestionSet *qs, uint64_t seed, int64_t index, Task *out);
+
 // ---- benchmarks (held out; each of fixed make-up, no duplicate question inside one)
 int world_num_benchmarks(void);                        // 5
 const char *world_benchmark_name(int b);               // "mixed500", "hard30", ...; NULL if out of range
@@ -121,6 +142,7 @@ double world_check_draw(uint64_t seed, char op, int64_t a, int64_t b);
 enum {
     WORLD_PURPOSE_TRAIN = 1,
     WORLD_PURPOSE_BENCH = 2,  // + benchmark index (2..6)
+    WORLD_PURPOSE_TRAIN_OOD = 7,  // the out-of-distribution training pool
     WORLD_PURPOSE_USER = 16,  // first purpose free for other generators (corpus: 16, 17)
 };
 typedef struct {
