@@ -187,23 +187,6 @@ static Run *load_ok(const char *path) {
     return r;
 }
 
-// Reads row `row` (0-based, data rows only) of a data file into v (up to cap columns).
-static int read_row(const char *path, int row, double *v, int cap) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) fail_msg("cannot open %s", path);
-    char line[4096];
-    int r = -1, n = 0;
-    while (fgets(line, sizeof line, fp)) {
-        if (line[0] == '#') continue;
-        if (++r < row) continue;
-        char *save = NULL;
-        for (char *t = strtok_r(line, " \t\n", &save); t && n < cap; t = strtok_r(NULL, " \t\n", &save))
-            v[n++] = strtod(t, NULL);
-        break;
-    }
-    fclose(fp);
-    return n;
-}
 
 static int count_rows(const char *path) {
     FILE *fp = fopen(path, "r");
@@ -230,14 +213,6 @@ static char *read_text(const char *path) {
     return t;
 }
 
-static int have_gnuplot(void) {
-    const char *gp = getenv("GNUPLOT");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", gp && *gp ? gp : "gnuplot");
-    if (system(cmd) == 0) return 1;
-    printf("  gnuplot not found: rendering skipped (scripts/deps.sh installs gnuplot-nox)\n");
-    return 0;
-}
 
 #define CLOSE(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
 
@@ -339,12 +314,12 @@ static void test_fig5_data_and_png(void **state) {
     Run *runs[3] = {load_ok(g1), load_ok(g2), load_ok(d1)};
     PlotOptions o = {.out = tmp_path("fig5"), .formats = FMT_PNG, .smooth = 0};
     char err[2048] = "";
-    int gp = have_gnuplot();
+    int gp = tu_have_gnuplot();
     int rc = plot_fig5(runs, 3, &o, err, sizeof err);
     if (gp && rc != 0) fail_msg("%s", err);
     double v[16];
     // step 3: rewards 0.206 and 0.256 -> mean 0.231, half t(0.975,1) * 0.0353553 / sqrt 2
-    assert_int_equal(read_row(tmp_path("fig5_data/train_grpo.dat"), 3, v, 16), 8);
+    assert_int_equal(tu_read_row(tmp_path("fig5_data/train_grpo.dat"), 3, v, 16), 8);
     CLOSE(v[0], 3, 0);
     CLOSE(v[1], 0.231, 1e-9);
     double h = 12.7062047361747 * 0.025;
@@ -354,18 +329,18 @@ static void test_fig5_data_and_png(void **state) {
     CLOSE(v[7], 2, 0);
     // steps 10 and 11 only from the run that has them
     assert_int_equal(count_rows(tmp_path("fig5_data/train_grpo.dat")), 12);
-    read_row(tmp_path("fig5_data/train_grpo.dat"), 11, v, 16);
+    tu_read_row(tmp_path("fig5_data/train_grpo.dat"), 11, v, 16);
     CLOSE(v[1], 0.222, 1e-9);
     CLOSE(v[2], 0.222, 1e-9);  // one run: no band
     CLOSE(v[7], 1, 0);
     // eval: pooled over benchmarks a and b; grpo's incorrect length 135, Dr. GRPO's 90
-    assert_int_equal(read_row(tmp_path("fig5_data/eval_grpo.dat"), 2, v, 16), 11);
+    assert_int_equal(tu_read_row(tmp_path("fig5_data/eval_grpo.dat"), 2, v, 16), 11);
     CLOSE(v[0], 10, 0);
     CLOSE(v[1], 0.375, 1e-9);
     CLOSE(v[4], 30, 1e-9);
     CLOSE(v[7], 135, 1e-9);
     CLOSE(v[10], 1, 0);  // step 10: only seed 1 evaluated it
-    read_row(tmp_path("fig5_data/eval_dr_grpo.dat"), 0, v, 16);
+    tu_read_row(tmp_path("fig5_data/eval_dr_grpo.dat"), 0, v, 16);
     CLOSE(v[7], 90, 1e-9);
     if (gp) {
         struct stat st;
@@ -394,7 +369,7 @@ static void test_fig5_data_and_png(void **state) {
     o.out = tmp_path("fig5s");
     rc = plot_fig5(runs, 1, &o, err, sizeof err);
     if (gp && rc != 0) fail_msg("%s", err);
-    read_row(tmp_path("fig5s_data/train_grpo.dat"), 1, v, 16);
+    tu_read_row(tmp_path("fig5s_data/train_grpo.dat"), 1, v, 16);
     CLOSE(v[1], 0.201, 1e-9);
     for (int i = 0; i < 3; i++) run_free(runs[i]);
 }
@@ -405,7 +380,7 @@ static void test_bias_figures_data(void **state) {
     write_log(g1, &a, "train", 0);
     write_log(d1, &c, "train", 0);
     Run *runs[2] = {load_ok(g1), load_ok(d1)};
-    int gp = have_gnuplot();
+    int gp = tu_have_gnuplot();
     char err[2048] = "";
     PlotOptions o = {.out = tmp_path("lb"), .formats = FMT_PNG | FMT_SVG};
     int rc = plot_length_bias(runs, 2, &o, err, sizeof err);
@@ -413,20 +388,20 @@ static void test_bias_figures_data(void **state) {
     // bins of 8 tokens: length 10 -> bin 1 (centre 12.5), 20 -> 2, 30 -> 3, 40 -> 4
     // length 10: response 0 of both groups, correct; (1,1,0,0) A = 1, (1,1,1,0) A = 0.57735
     double v[16];
-    assert_int_equal(read_row(tmp_path("lb_data/lenbias_grpo.dat"), 0, v, 16), 7);
+    assert_int_equal(tu_read_row(tmp_path("lb_data/lenbias_grpo.dat"), 0, v, 16), 7);
     CLOSE(v[0], 12.5, 0);
     CLOSE(v[1], (1.0 + 0.5773503) / 2 / 40, 1e-7);  // mean of |A| / (4 * 10)
     CLOSE(v[2], 12, 0);                              // 2 per step, 6 steps
     CLOSE(v[3], v[1], 1e-7);                         // the closed form c(|o|)|A| = GRPO's weight
     assert_true(isnan(v[4]));                        // no incorrect response of length 10
     // length 40: incorrect, A = -1 and -1.7320508
-    read_row(tmp_path("lb_data/lenbias_grpo.dat"), 3, v, 16);
+    tu_read_row(tmp_path("lb_data/lenbias_grpo.dat"), 3, v, 16);
     CLOSE(v[4], (1.0 + 1.7320508) / 2 / 160, 1e-7);
     CLOSE(v[6], v[4], 1e-7);  // the closed form
     // dr_grpo's closed form has the run's own coefficient 1/(M L_max), L_max = the budget 160
-    assert_int_equal(read_row(tmp_path("lb_data/lenbias_dr_grpo.dat"), 0, v, 16), 7);
+    assert_int_equal(tu_read_row(tmp_path("lb_data/lenbias_dr_grpo.dat"), 0, v, 16), 7);
     CLOSE(v[3], (1.0 + 0.5773503) / 2 / (4 * 160), 1e-9);
-    read_row(tmp_path("lb_data/lengths_grpo.dat"), 2, v, 16);
+    tu_read_row(tmp_path("lb_data/lengths_grpo.dat"), 2, v, 16);
     CLOSE(v[1], 40.2, 1e-9);
     CLOSE(v[4], 80.4, 1e-9);
     if (gp) {
@@ -437,23 +412,23 @@ static void test_bias_figures_data(void **state) {
     rc = plot_difficulty_bias(runs, 2, &o, err, sizeof err);
     if (gp && rc != 0) fail_msg("%s", err);
     assert_int_equal(count_rows(tmp_path("db_data/difficulty_grpo.dat")), 2);
-    read_row(tmp_path("db_data/difficulty_grpo.dat"), 0, v, 16);  // p = 0.5
+    tu_read_row(tmp_path("db_data/difficulty_grpo.dat"), 0, v, 16);  // p = 0.5
     CLOSE(v[0], 0.5, 0);
     CLOSE(v[1], 1.0, 1e-6);
     CLOSE(v[7], 6, 0);
     // sum |w| of (1,1,0,0): sum_i |A_i| / M = 4 / 4
     CLOSE(v[4], 1.0, 1e-5);
-    read_row(tmp_path("db_data/difficulty_grpo.dat"), 1, v, 16);  // p = 0.75
+    tu_read_row(tmp_path("db_data/difficulty_grpo.dat"), 1, v, 16);  // p = 0.75
     CLOSE(v[1], 0.8660254, 1e-6);
     // closed forms: grpo (group std, ddof 0) at p = 0.5 is 1 and its sum |w| curve G E|A| / M
-    read_row(tmp_path("db_data/closed_grpo.dat"), 100, v, 16);
+    tu_read_row(tmp_path("db_data/closed_grpo.dat"), 100, v, 16);
     CLOSE(v[0], 0.5, 1e-12);
     CLOSE(v[1], 1.0, 1e-9);
     CLOSE(v[2], 1.0, 1e-9);
-    read_row(tmp_path("db_data/closed_dr_grpo.dat"), 100, v, 16);  // no std: 2p(1-p); no sum curve
+    tu_read_row(tmp_path("db_data/closed_dr_grpo.dat"), 100, v, 16);  // no std: 2p(1-p); no sum curve
     CLOSE(v[1], 0.5, 1e-9);
     assert_true(isnan(v[2]));
-    read_row(tmp_path("db_data/examples_grpo.dat"), 1, v, 2);
+    tu_read_row(tmp_path("db_data/examples_grpo.dat"), 1, v, 2);
     CLOSE(v[0], 0.75, 0);
     CLOSE(v[1], 0.8660254, 1e-6);
     if (gp) {
@@ -480,7 +455,7 @@ static void test_bias_figures_without_tokens(void **state) {
     assert_int_equal(runs[0]->has_tokens, 0);
     assert_int_equal(runs[0]->n_resp, 6 * 8);
     assert_true(isnan(runs[0]->resp_mean_abs_w[0]));
-    int gp = have_gnuplot();
+    int gp = tu_have_gnuplot();
     PlotOptions o = {.out = tmp_path("ntdb"), .formats = FMT_PNG};
     int rc = plot_difficulty_bias(runs, 2, &o, err, sizeof err);
     if (gp && rc != 0) fail_msg("%s", err);
@@ -495,11 +470,11 @@ static void test_bias_figures_without_tokens(void **state) {
     if (gp && rc != 0) fail_msg("%s", err);
     double v[16];
     // length 10, correct: no measured |w|, but the 12 responses and their closed form
-    assert_int_equal(read_row(tmp_path("ntlb_data/lenbias_grpo.dat"), 0, v, 16), 7);
+    assert_int_equal(tu_read_row(tmp_path("ntlb_data/lenbias_grpo.dat"), 0, v, 16), 7);
     assert_true(isnan(v[1]));
     CLOSE(v[2], 12, 0);
     CLOSE(v[3], (1.0 + 0.5773503) / 2 / 40, 1e-7);
-    read_row(tmp_path("ntlb_data/lengths_grpo.dat"), 2, v, 16);
+    tu_read_row(tmp_path("ntlb_data/lengths_grpo.dat"), 2, v, 16);
     CLOSE(v[4], 80.4, 1e-9);
     char *gp_text = read_text(tmp_path("ntlb.gp"));
     assert_non_null(strstr(gp_text, "GRPO: |w| per token (48 responses with A != 0)\\nno /tokens in this log: closed form only"));
@@ -515,7 +490,7 @@ static void test_bias_figures_without_tokens(void **state) {
     o.out = tmp_path("ntmix");
     rc = plot_length_bias(mixed, 2, &o, err, sizeof err);
     if (gp && rc != 0) fail_msg("%s", err);
-    read_row(tmp_path("ntmix_data/lenbias_grpo.dat"), 0, v, 16);
+    tu_read_row(tmp_path("ntmix_data/lenbias_grpo.dat"), 0, v, 16);
     CLOSE(v[1], (1.0 + 0.5773503) / 2 / 40, 1e-7);  // measured, from the log that has /tokens
     CLOSE(v[2], 24, 0);
     CLOSE(v[3], v[1], 1e-7);
@@ -707,7 +682,7 @@ static void test_bad_files(void **state) {
     Run *rn = load_ok(ner);
     assert_int_equal(rn->n_evals, 0);
     PlotOptions o = {.out = tmp_path("noeval_fig"), .formats = FMT_PNG};
-    int gp = have_gnuplot();
+    int gp = tu_have_gnuplot();
     int rc = plot_fig5(&rn, 1, &o, err, sizeof err);
     if (gp && rc != 0) fail_msg("%s", err);
     run_free(rn);
@@ -854,9 +829,9 @@ static void test_cli(void **state) {
     write_log(p, &s, "train", 0);
     assert_int_equal(tu_run_cli("plot", out, sizeof out), 2);
     assert_non_null(strstr(out, "which figure"));
-    snprintf(args, sizeof args, "plot fig6 %s", p);
+    snprintf(args, sizeof args, "plot fig9 %s", p);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
-    assert_non_null(strstr(out, "unknown figure 'fig6'"));
+    assert_non_null(strstr(out, "unknown figure 'fig9'"));
     assert_int_equal(tu_run_cli("plot fig5", out, sizeof out), 2);
     snprintf(args, sizeof args, "plot fig5 %s --smooth 2", p);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 2);
@@ -877,7 +852,7 @@ static void test_cli(void **state) {
     write_log(p, &full, "train", 0);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 0);
     assert_int_equal(tu_run_cli("summary", out, sizeof out), 2);
-    if (have_gnuplot()) {
+    if (tu_have_gnuplot()) {
         snprintf(args, sizeof args, "plot difficulty-bias %s -o %s/cli_db --format pdf", p, tmpdir);
         if (tu_run_cli(args, out, sizeof out) != 0) fail_msg("%s", out);
         struct stat st;

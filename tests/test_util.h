@@ -118,4 +118,33 @@ static inline int tu_run_cli(const char *args, char *out, size_t cap) {
     return tu_run_cmd(cmd, out, cap);
 }
 
+// Reads data row `row` (0-based; '#' lines skipped) of a whitespace-separated data file, as a
+// figure's BASE_data/*.dat, into v (up to cap columns); returns the columns read.
+static inline int tu_read_row(const char *path, int row, double *v, int cap) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) fail_msg("cannot open %s", path);
+    char line[4096];
+    int r = -1, n = 0;
+    while (fgets(line, sizeof line, fp)) {
+        if (line[0] == '#') continue;
+        if (++r < row) continue;
+        char *save = NULL;
+        for (char *t = strtok_r(line, " \t\n", &save); t && n < cap; t = strtok_r(NULL, " \t\n", &save))
+            v[n++] = strtod(t, NULL);
+        break;
+    }
+    fclose(fp);
+    return n;
+}
+
+// 1 if gnuplot ($GNUPLOT, else gnuplot on PATH) can be run; else says that rendering is skipped.
+static inline int tu_have_gnuplot(void) {
+    const char *gp = getenv("GNUPLOT");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", gp && *gp ? gp : "gnuplot");
+    if (system(cmd) == 0) return 1;
+    printf("  gnuplot not found: rendering skipped (scripts/deps.sh installs gnuplot-nox)\n");
+    return 0;
+}
+
 #endif

@@ -27,6 +27,15 @@ typedef struct {
 } PlotOptions;
 
 int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+// Writes data file eval_<name>.dat of fig: the greedy evaluations of the runs of group g
+// (group[i] == g), per evaluation step the mean over them and its 95% CI of the benchmark
+// score and of the eval lengths of correct and incorrect responses (plot_fig5.c names the
+// columns); each run's curves EMA-smoothed with smooth (0: none) before the mean.
+int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group, int g,
+                    const char *name, double smooth, char *err, size_t errlen);
+// The paper's Fig. 6: the benchmark score over the steps, one panel per template, one curve
+// per question set (fig6.c; its checks in fig6.h).
+int plot_fig6(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 // These two read the per-response data (run_load_responses) themselves.
 int plot_length_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 int plot_difficulty_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);

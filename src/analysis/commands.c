@@ -8,6 +8,7 @@
 #include "../sim/runlog.h"
 #include "../sim/sweep.h"
 #include "analysis.h"
+#include "fig6.h"
 
 static const CliOption plot_opts[] = {
     {"out", "BASE", "output path without extension (also -o; default plots/<figure>): writes BASE.png/.pdf/.svg, "
@@ -29,9 +30,12 @@ static const CliSpec plot_spec = {
     "  objectives       the objectives of diagnostics.compare on the same rollouts: cosine with the\n"
     "                   unbiased gradient, gradient norm, sum |w| and |w|-weighted length of correct /\n"
     "                   incorrect responses, one line per objective against the step\n"
+    "  fig6             the paper's Fig. 6: the average benchmark score against the step, one panel per\n"
+    "                   template (world.template), one curve per question set (train.question_set),\n"
+    "                   seeds as mean with a 95% CI band\n"
     "Runs still being written are read up to their last step (and said so on the figure).\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "fig5|length-bias|difficulty-bias|objectives RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
+    "fig5|length-bias|difficulty-bias|objectives|fig6 RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
     plot_opts, 3, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
@@ -44,6 +48,9 @@ static const CliSpec summary_spec = {
     "train and eval lengths of correct and incorrect responses, the slope of the training length\n"
     "over the last half with its 95% CI, eval score, gradient-bias cosine, truncation, loop and\n"
     "self-check disagreement shares; with GRPO and Dr. GRPO runs, the checks of the paper's finding.\n"
+    "Runs of one objective under several templates or question sets (a Fig. 6 sweep) get the Fig. 6\n"
+    "summary instead: start and plateau scores per template and question set, and the checks of the\n"
+    "paper's four observations.\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
     "RUN.h5|SWEEP_DIR... [--md] [--check]",
     summary_opts, 2, CLI_MAX_POSITIONAL, "RUN.h5..."};
@@ -111,10 +118,9 @@ static void free_runs(char **paths, char **groups, int n) {
     free(groups);
 }
 
-// load_runs, then each run's group added to its objective, the label the analysis groups
-// by ("grpo" in group "lr-1e-5": "grpo_lr-1e-5"); NULL after printing an error.
-static Run **load_grouped(char **paths, char **groups, int n) {
-    Run **runs = load_runs((const char *const *)paths, n);
+// Each run's group added to its objective, the label the analysis groups by ("grpo" in group
+// "lr-1e-5": "grpo_lr-1e-5"); on error prints it, frees the runs and returns NULL.
+static Run **label_groups(Run **runs, char **groups, int n) {
     for (int i = 0; runs && i < n; i++) {
         if (!groups[i][0]) continue;
         char label[sizeof runs[i]->objective];
@@ -144,6 +150,11 @@ static Run **load_grouped(char **paths, char **groups, int n) {
     return runs;
 }
 
+// load_runs, then label_groups; NULL after printing an error.
+static Run **load_grouped(char **paths, char **groups, int n) {
+    return label_groups(load_runs((const char *const *)paths, n), groups, n);
+}
+
 // cli_parse with -o X as the short form of --out X.
 static int parse_with_o(const CliSpec *spec, int argc, char **argv, CliArgs *a) {
     char **av = xcalloc((size_t)argc + 1, sizeof(char *));
@@ -158,7 +169,7 @@ int cmd_plot(int argc, char **argv) {
     int rc = parse_with_o(&plot_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
     if (a.n_positional < 2) {
-        fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives)"
+        fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives, fig6)"
                                                                            : "no run log given (RUN.h5...)");
         cli_print_usage(&plot_spec, stderr);
         return 2;
@@ -170,9 +181,10 @@ int cmd_plot(int argc, char **argv) {
     else if (strcmp(fig, "length-bias") == 0) draw = plot_length_bias, def_out = "plots/length_bias";
     else if (strcmp(fig, "difficulty-bias") == 0) draw = plot_difficulty_bias, def_out = "plots/difficulty_bias";
     else if (strcmp(fig, "objectives") == 0) draw = plot_objectives, def_out = "plots/objectives";
+    else if (strcmp(fig, "fig6") == 0) draw = plot_fig6, def_out = "plots/fig6";
     else {
         fprintf(stderr, "grpolab plot: error: unknown figure '%s' (allowed: fig5, length-bias, difficulty-bias, "
-                "objectives)\n", fig);
+                "objectives, fig6)\n", fig);
         return 2;
     }
     PlotOptions o = {.out = cli_get(&plot_spec, &a, "out"), .formats = FMT_ALL, .smooth = 0};
@@ -195,7 +207,8 @@ int cmd_plot(int argc, char **argv) {
     int n;
     char **groups, **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n, &groups);
     if (!paths) return 2;
-    Run **runs = load_grouped(paths, groups, n);
+    // Fig. 6 keeps the runs of a sweep apart by their template and question set itself
+    Run **runs = draw == plot_fig6 ? load_runs((const char *const *)paths, n) : load_grouped(paths, groups, n);
     free_runs(paths, groups, n);
     if (!runs) return 1;
     fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
@@ -244,10 +257,13 @@ int cmd_summary(int argc, char **argv) {
         free_runs(paths, groups, n);
         return all ? 0 : 1;
     }
-    Run **runs = load_grouped(paths, groups, n);
+    Run **runs = load_runs((const char *const *)paths, n);
+    int fig6 = runs && fig6_design(runs, n);  // a Fig. 6 sweep: its own tables and checks
+    if (runs && !fig6) runs = label_groups(runs, groups, n);
     free_runs(paths, groups, n);
     if (!runs) return 1;
-    summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
+    if (fig6) fig6_summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
+    else summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
     for (int i = 0; i < n; i++) run_free(runs[i]);
     free(runs);
     return 0;

@@ -65,8 +65,8 @@ static int write_train(const Figure *fig, Run *const *runs, int n, const int *gr
     return 0;
 }
 
-static int write_eval(const Figure *fig, Run *const *runs, int n, const int *group, int g,
-                      const char *name, double smooth, char *err, size_t errlen) {
+int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group, int g,
+                    const char *name, double smooth, char *err, size_t errlen) {
     char file[128], path[1300];
     snprintf(file, sizeof file, "eval_%s.dat", name);
     FILE *fp = figure_data(fig, file, path, sizeof path, err, errlen);
@@ -128,7 +128,7 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
     for (int i = 0; i < n; i++) nruns[group[i]]++;
     for (int g = 0; g < ng; g++)
         if (write_train(&fig, runs, n, group, g, names[g], o->smooth, err, errlen) != 0 ||
-            write_eval(&fig, runs, n, group, g, names[g], 0, err, errlen) != 0)
+            plot_write_eval(&fig, runs, n, group, g, names[g], 0, err, errlen) != 0)
             return -1;
 
     char note[1024], enote[2100], esc[2400], smooth[96] = "";

@@ -117,6 +117,19 @@ static void read_config(RunLogReader *rd, Run *r) {
         r->group_size = (int)config_int(c, "train.group_size");
         r->minibatch_size = (int)config_int(c, "train.minibatch_size");
         r->max_new_tokens = (int)config_int(c, "world.max_new_tokens");
+        snprintf(r->template_name, sizeof r->template_name, "%s", config_str(c, "world.template"));
+        const char *qs = config_str(c, "train.question_set");
+        if (strcmp(qs, "weights") != 0) {
+            snprintf(r->question_set, sizeof r->question_set, "%s", qs);
+        } else {
+            size_t k = (size_t)snprintf(r->question_set, sizeof r->question_set, "weights");
+            for (int l = 1; l <= 5 && k < sizeof r->question_set; l++) {
+                char key[32];
+                snprintf(key, sizeof key, "train.weight_level%d", l);
+                k += (size_t)snprintf(r->question_set + k, sizeof r->question_set - k, "%s%g", l == 1 ? " " : ",",
+                                      config_float(c, key));
+            }
+        }
     }
     config_free(c);
     free(text);

@@ -24,6 +24,9 @@ typedef struct {
     int group_size;          // train.group_size (G)
     int minibatch_size;      // train.minibatch_size (M)
     int max_new_tokens;      // world.max_new_tokens (the response budget)
+    char template_name[16];  // world.template (r1, boxed, none; "" if unknown)
+    char question_set[48];   // train.question_set, "weights" followed by train.weight_level1..5
+                             // ("weights 1,1,1,0,0") where no named set was used; "" if unknown
     // objective knobs as logged (objective.* root attributes)
     char scale[24], baseline[24], aggregation[40];
     int std_ddof, l_max;
