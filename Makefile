@@ -72,7 +72,7 @@ LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
 endif
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench bench-rl blas-order clean gpu-check gpu-bundle reproduce-fig5
+.PHONY: all deps probe test test-asan test-slurm bench bench-rl blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6
 
 all: deps probe $(BUILD)/grpolab
 
@@ -206,6 +206,13 @@ SET ?=
 TAG ?=
 reproduce-fig5: all
 	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) SET="$(SET)" TAG="$(TAG)" GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig5.sh
+
+# Fig. 6 of the paper, template x question-set coverage (scripts/reproduce-fig6.sh): Dr. GRPO
+# under 3 templates x 4 question sets from the fig5 base model; SEEDS=N seeds (default 1 here,
+# not reproduce-fig5's 3: one seed is 12 runs), QUICK=1 the smoke version that CI runs, and
+# BACKEND, JOBS, SET with TAG as above.
+reproduce-fig6: all
+	@SEEDS=$(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),1) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) SET="$(SET)" TAG="$(TAG)" GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig6.sh
 
 clean:
 	rm -rf build build-asan

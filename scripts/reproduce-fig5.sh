@@ -32,41 +32,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+NAME=reproduce-fig5
 SEEDS=${SEEDS:-3}
 QUICK=${QUICK:-0}
 BACKEND=${BACKEND:-auto}
 BIN=${GRPOLAB:-build/grpolab}
-if ! [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]]; then
-  echo "reproduce-fig5: SEEDS='$SEEDS': expected a positive integer" >&2; exit 2
-fi
 JOBS=${JOBS:-auto}
-if [ "$JOBS" != auto ] && ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
-  echo "reproduce-fig5: JOBS='$JOBS': expected a positive integer or auto" >&2; exit 2
-fi
-if [ "$QUICK" != 0 ] && [ "$QUICK" != 1 ]; then
-  echo "reproduce-fig5: QUICK='$QUICK': expected 0 or 1" >&2; exit 2
-fi
-[ -x "$BIN" ] || { echo "reproduce-fig5: $BIN not found: run make first" >&2; exit 2; }
-SET=${SET:-}
-if [ -n "$SET" ] && [ -z "${TAG:-}" ]; then
-  echo "reproduce-fig5: SET='$SET' changes the runs: give TAG=name too (its runs go to data/runs/NAME, its figures to plots/NAME)" >&2; exit 2
-fi
-. scripts/fig5-paths.sh
+. scripts/reproduce-common.sh
+repro_check_args
+repro_paths
 
-PRETRAIN_SET=()
 TRAIN_SET=()
 if [ "$QUICK" = 1 ]; then
-  # the smoke version: the same configs, cut down. Its base model sees only
-  # level-1 questions (one operation), which 900 steps teach well enough to answer about one
-  # in six of them at temperature 1 (levels 2-5 take the full pretraining), and RL trains on
-  # level 1 only, so most groups are mixed and the updates are not zero.
-  LEVELS=()
-  for l in 2 3 4 5; do LEVELS+=(--set "corpus.weight_level$l=0"); done
-  PRETRAIN_SET=(--set pretrain.steps=900 --set pretrain.warmup_steps=20 --set pretrain.log_every=100
-                "${LEVELS[@]}")
+  # the smoke version: the same configs, cut down. RL trains on level 1 only, as the smoke
+  # base model was pretrained (repro_paths), so most groups are mixed and the updates are not
+  # zero.
   TRAIN_SET=(--set train.steps=12 --set train.prompts_per_step=4 --set train.minibatch_size=16
-             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8
-             "${LEVELS[@]//corpus./train.}")
+             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8)
+  for l in 2 3 4 5; do TRAIN_SET+=(--set "train.weight_level$l=0"); done
 fi
 # SET's settings come last, so they override the smoke version's; each is checked against
 # the configs before anything runs (grpolab names the key and value it refuses)
@@ -78,49 +61,14 @@ if [ ${#SET_WORDS[@]} -gt 0 ]; then
       { echo "reproduce-fig5: SET='$SET' is refused for experiments/fig5/$obj.ini (above)" >&2; exit 2; }
   done
 fi
-mkdir -p "$(dirname "$BASE")" "$RUNS" "$PLOTS"
-t0=$(date +%s)
-say() { echo "reproduce-fig5 [$(( $(date +%s) - t0 ))s]: $*"; }
-
-if [ -f "$BASE" ]; then
-  # reused only if it was pretrained with the config it would be pretrained with now
-  rc=0
-  msg=$("$BIN" config --print experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --against-model "$BASE" 2>&1) || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    say "$msg"
-    say "stopping before training: delete or move $BASE to pretrain it again with the current config (nothing was changed)"
-    exit 1
-  fi
-  say "base model $BASE exists and matches experiments/base/pretrain.ini (delete it to pretrain again)"
-else
-  if [ "$QUICK" = 1 ]; then
-    say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions)"
-  else
-    say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU and a GPU: docs/benchmarks.md)"
-  fi
-  "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
-fi
-
-if [ "$JOBS" = auto ]; then
-  if [ "$BACKEND" = cuda ] ||
-     { [ "$BACKEND" = auto ] && "$BIN" version | grep -q '^backends: .*cuda (built; device available)'; }; then
-    JOBS=1
-  else
-    JOBS=$(( 2 * SEEDS < $(nproc) ? 2 * SEEDS : $(nproc) ))
-  fi
-  say "JOBS=auto: $JOBS run(s) at a time"
-fi
+mkdir -p "$RUNS" "$PLOTS"
+repro_base
+# auto on the CPU: min(nproc, 2 x SEEDS)
+repro_jobs $(( 2 * SEEDS ))
 # The sweep file: every run's settings on top of grpo.ini in [set] (a key given twice, as SET
 # over QUICK's, keeps its last value), the grid in the order of the old per-run loop (seed,
 # then objective) and the run logs named as before: RUNS/fig5_<preset>_s<seed>.h5.
 SWEEP=$RUNS/fig5.sweep
-declare -A SET_VAL=()
-SET_KEYS=()
-for ((j = 1; j < ${#TRAIN_SET[@]}; j += 2)); do
-  kv=${TRAIN_SET[j]}
-  [ -n "${SET_VAL[${kv%%=*}]+x}" ] || SET_KEYS+=("${kv%%=*}")
-  SET_VAL[${kv%%=*}]=${kv#*=}
-done
 {
   echo "# written by scripts/reproduce-fig5.sh (make reproduce-fig5); it is written again each time"
   echo "[sweep]"
@@ -129,8 +77,7 @@ done
   echo "name = fig5"
   echo "run_name = fig5_{objective.preset}_s{run.seed}"
   echo "[set]"
-  [ -n "${SET_VAL[train.init]+x}" ] || echo "train.init = $BASE"
-  for k in "${SET_KEYS[@]}"; do echo "$k = ${SET_VAL[$k]}"; done
+  repro_set_lines
   echo "[grid]"
   echo "run.seed = 1234..$((1233 + SEEDS))"
   echo "objective.preset = grpo, dr_grpo"
@@ -141,24 +88,7 @@ for ((k = 0; k < SEEDS; k++)); do
 done
 # Before anything is trained: every run that exists must have been made with the config it
 # would be trained with now, or its figures would not be those of the config files.
-rc=0
-plan=$("$BIN" sweep plan "$SWEEP" 2>&1) || rc=$?
-if [ "$rc" = 1 ]; then
-  # the plan's line under each refused run: the log, the keys that differ, stored vs now
-  while IFS= read -r msg; do say "$msg"; done < <(printf '%s\n' "$plan" | awk '/\[REFUSED\]$/ {getline; sub(/^ +/, ""); print}')
-  say "stopping before training: delete or move the runs above to train them again with the current config (nothing was changed)"
-  exit 1
-elif [ "$rc" != 0 ]; then
-  printf '%s\n' "$plan" >&2
-  say "stopping: $SWEEP is refused (above)"
-  exit 2
-fi
-rc=0
-"$BIN" sweep run "$SWEEP" --jobs "$JOBS" --backend "$BACKEND" || rc=$?
-if [ "$rc" -ne 0 ]; then
-  [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: make reproduce-fig5 again continues
-  say "stopping: a run failed"; exit 1
-fi
+repro_sweep "$SWEEP"
 
 say "figures -> $PLOTS/"
 # a figure that fails (no gnuplot, say) does not keep the summary from being printed

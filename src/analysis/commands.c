@@ -73,10 +73,15 @@ static Run **load_runs(const char *const *paths, int n) {
 
 static void free_runs(char **paths, char **groups, int n);
 
+// The notes of expand_runs on how the runs of a sweep are grouped, printed by label_groups
+// when it groups them so (a Fig. 6 design is not).
+static char group_notes[4096];
+
 // The run logs of the command line with every sweep out directory replaced by the runs of
 // its manifest (sweep_expand_dir), in order, and per run its group within its objective
 // (*groups; "" where none); NULL after printing an error. Free both with free_runs.
 static char **expand_runs(const char *const *args, int n_args, int *n, char ***groups) {
+    group_notes[0] = 0;
     char **paths = NULL;
     *n = 0;
     *groups = NULL;
@@ -92,9 +97,10 @@ static char **expand_runs(const char *const *args, int n_args, int *n, char ***g
         paths = realloc(paths, ((size_t)*n + (size_t)add) * sizeof *paths);
         *groups = realloc(*groups, ((size_t)*n + (size_t)add) * sizeof **groups);
         if (!paths || !*groups) die("out of memory");
+        size_t used = strlen(group_notes);
         if (note[0])
-            fprintf(stderr, "grpolab: note: the runs of %s also differ in %s: they are grouped by objective "
-                    "and %s (OBJECTIVE_%s, ...)\n", args[i], note, note, dir_groups[0]);
+            snprintf(group_notes + used, sizeof group_notes - used, "grpolab: note: the runs of %s also differ in "
+                     "%s: they are grouped by objective and %s (OBJECTIVE_%s, ...)\n", args[i], note, note, dir_groups[0]);
         for (int j = 0; j < k; j++, (*n)++) {
             paths[*n] = dir[j];
             (*groups)[*n] = dir_groups[j];
@@ -121,6 +127,7 @@ static void free_runs(char **paths, char **groups, int n) {
 // Each run's group added to its objective, the label the analysis groups by ("grpo" in group
 // "lr-1e-5": "grpo_lr-1e-5"); on error prints it, frees the runs and returns NULL.
 static Run **label_groups(Run **runs, char **groups, int n) {
+    if (runs) fputs(group_notes, stderr);
     for (int i = 0; runs && i < n; i++) {
         if (!groups[i][0]) continue;
         char label[sizeof runs[i]->objective];

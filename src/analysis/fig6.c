@@ -320,7 +320,7 @@ void fig6_summary_print(FILE *f, Run *const *runs, int n, int md) {
             est(b0, sizeof b0, c->f[0], "%+.3f"), FIG6_MATCHED_B, est(b1, sizeof b1, c->f[1], "%+.3f"),
             v->seeds[FIG6_OOD_AS_WELL], v->seeds[FIG6_OOD_AS_WELL] == 1 ? "" : "s", -c->threshold);
 #undef PF
-    for (int k = 0; k < FIG6_N_CHECKS; k++) fprintf(f, "%s  %s: %s\n", md ? "  -" : "", v->check[k].name, v->check[k].reason);
+    for (int k = 0; k < FIG6_N_CHECKS; k++) fprintf(f, "  %s%s: %s\n", md ? "- " : "", v->check[k].name, v->check[k].reason);
     fprintf(f, "%s%d of %d checks pass\n", md ? "\n" : "", v->passed, v->checks);
     free(v);
 }

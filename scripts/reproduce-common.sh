@@ -1,0 +1,116 @@
+# Sourced by reproduce-fig5.sh and reproduce-fig6.sh: the steps the reproductions share.
+# The caller sets NAME (its name in messages), SEEDS, QUICK, BACKEND, JOBS and BIN (their
+# defaults are the caller's), then calls, in this order:
+#   repro_check_args          refuses a SEEDS, JOBS or QUICK that is not one, a missing BIN,
+#                             and SET without TAG (SET's runs must not mix with the default ones)
+#   repro_paths               BASE, RUNS, PLOTS from QUICK and TAG (scripts/fig5-paths.sh)
+#   repro_base                the base model: kept if it was pretrained with the config it would
+#                             be pretrained with now, else the script stops; pretrained if missing
+#                             (QUICK=1: the smoke base model, PRETRAIN_SET)
+#   repro_jobs N              JOBS=auto resolved: 1 on a GPU (two runs side by side are slower
+#                             there than one after the other), else min(nproc, N) for N runs
+#   repro_sweep FILE          every run of the sweep file that exists must have been made with
+#                             the config it would be trained with now (`grpolab sweep plan`),
+#                             else the script stops before training; then `grpolab sweep run`
+#   repro_set_lines           the settings of the array TRAIN_SET (--set k=v pairs) as a sweep
+#                             file's [set] lines, a key given twice with its last value, and
+#                             train.init = BASE unless TRAIN_SET sets it
+# and `say MESSAGE` prints a line with the seconds since repro_check_args.
+
+say() { echo "$NAME [$(( $(date +%s) - t0 ))s]: $*"; }
+
+repro_check_args() {
+  if ! [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]]; then
+    echo "$NAME: SEEDS='$SEEDS': expected a positive integer" >&2; exit 2
+  fi
+  if [ "$JOBS" != auto ] && ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
+    echo "$NAME: JOBS='$JOBS': expected a positive integer or auto" >&2; exit 2
+  fi
+  if [ "$QUICK" != 0 ] && [ "$QUICK" != 1 ]; then
+    echo "$NAME: QUICK='$QUICK': expected 0 or 1" >&2; exit 2
+  fi
+  [ -x "$BIN" ] || { echo "$NAME: $BIN not found: run make first" >&2; exit 2; }
+  SET=${SET:-}
+  if [ -n "$SET" ] && [ -z "${TAG:-}" ]; then
+    echo "$NAME: SET='$SET' changes the runs: give TAG=name too (its runs and figures go to directories of that name: scripts/fig5-paths.sh)" >&2; exit 2
+  fi
+  t0=$(date +%s)
+}
+
+repro_paths() {
+  . scripts/fig5-paths.sh
+  # the smoke version's base model sees only level-1 questions (one operation), which 900
+  # steps teach well enough to answer about one in six of them at temperature 1 (levels 2-5
+  # take the full pretraining)
+  PRETRAIN_SET=()
+  if [ "$QUICK" = 1 ]; then
+    PRETRAIN_SET=(--set pretrain.steps=900 --set pretrain.warmup_steps=20 --set pretrain.log_every=100)
+    for l in 2 3 4 5; do PRETRAIN_SET+=(--set "corpus.weight_level$l=0"); done
+  fi
+}
+
+repro_base() {
+  mkdir -p "$(dirname "$BASE")"
+  if [ -f "$BASE" ]; then
+    # reused only if it was pretrained with the config it would be pretrained with now
+    local rc=0 msg
+    msg=$("$BIN" config --print experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --against-model "$BASE" 2>&1) || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      say "$msg"
+      say "stopping before training: delete or move $BASE to pretrain it again with the current config (nothing was changed)"
+      exit 1
+    fi
+    say "base model $BASE exists and matches experiments/base/pretrain.ini (delete it to pretrain again)"
+  else
+    if [ "$QUICK" = 1 ]; then
+      say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions)"
+    else
+      say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU and a GPU: docs/benchmarks.md)"
+    fi
+    "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
+  fi
+}
+
+repro_jobs() {
+  [ "$JOBS" = auto ] || return 0
+  if [ "$BACKEND" = cuda ] ||
+     { [ "$BACKEND" = auto ] && "$BIN" version | grep -q '^backends: .*cuda (built; device available)'; }; then
+    JOBS=1
+  else
+    JOBS=$(( $1 < $(nproc) ? $1 : $(nproc) ))
+  fi
+  say "JOBS=auto: $JOBS run(s) at a time"
+}
+
+repro_sweep() {
+  local sweep=$1 rc=0 plan msg
+  plan=$("$BIN" sweep plan "$sweep" 2>&1) || rc=$?
+  if [ "$rc" = 1 ]; then
+    # the plan's line under each refused run: the log, the keys that differ, stored vs now
+    while IFS= read -r msg; do say "$msg"; done < <(printf '%s\n' "$plan" | awk '/\[REFUSED\]$/ {getline; sub(/^ +/, ""); print}')
+    say "stopping before training: delete or move the runs above to train them again with the current config (nothing was changed)"
+    exit 1
+  elif [ "$rc" != 0 ]; then
+    printf '%s\n' "$plan" >&2
+    say "stopping: $sweep is refused (above)"
+    exit 2
+  fi
+  rc=0
+  "$BIN" sweep run "$sweep" --jobs "$JOBS" --backend "$BACKEND" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: the make target again continues
+    say "stopping: a run failed"; exit 1
+  fi
+}
+
+repro_set_lines() {
+  local -A val=()
+  local keys=() j kv k
+  for ((j = 1; j < ${#TRAIN_SET[@]}; j += 2)); do
+    kv=${TRAIN_SET[j]}
+    [ -n "${val[${kv%%=*}]+x}" ] || keys+=("${kv%%=*}")
+    val[${kv%%=*}]=${kv#*=}
+  done
+  [ -n "${val[train.init]+x}" ] || echo "train.init = $BASE"
+  for k in "${keys[@]}"; do echo "$k = ${val[$k]}"; done
+}
