@@ -12,8 +12,8 @@
 #      written to PLOTS/fig6_summary.md)
 # Environment: SEEDS=N (default 1: 12 runs; N seeds give the checks CIs and take N times as
 # long), QUICK=1 (the smoke version: the smoke base model of make reproduce-fig5 QUICK=1, 6 RL
-# steps of 4 prompts, evaluations on 8 questions per benchmark; about 2 minutes on 2 cores when
-# that base model exists; files under data/*/quick and plots/quick), BACKEND, GRPOLAB, JOBS
+# steps of 4 prompts, evaluations on 8 questions per benchmark, for CI; files under
+# data/*/quick and plots/quick), BACKEND, GRPOLAB, JOBS
 # (auto: 1 on a GPU, else min(nproc, 12 x SEEDS)), SET="key=value ..." with TAG=name: as for
 # make reproduce-fig5 (scripts/reproduce-fig5.sh); the runs go to data/runs[/quick][/TAG]/fig6.
 # A base model or a run that exists is kept only if it was made with the config it would be
