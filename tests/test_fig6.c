@@ -257,6 +257,13 @@ static void test_checks_fail_and_one_seed(void **state) {
     write_run(tmp_path("grpo.h5"), "grpo", "boxed", "all", 1, 0.1, 0.2);
     Run *mixed[2] = {runs[0], load_ok(tmp_path("grpo.h5"))};
     assert_false(fig6_design(mixed, 2));
+    // and the figure refuses them, naming both
+    char err[2048] = "";
+    PlotOptions o = {.out = tmp_path("mixed"), .formats = FMT_PNG, .smooth = 0};
+    assert_int_equal(plot_fig6(mixed, 2, &o, err, sizeof err), -1);
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "grpo.h5 is a run of grpo"));
+    assert_non_null(strstr(err, "one of dr_grpo"));
     run_free(mixed[1]);
     free_runs(runs, n);
 }

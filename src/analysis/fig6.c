@@ -357,6 +357,11 @@ int plot_fig6(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
     static const char *const T_ORDER[] = {FIG6_MISMATCHED, FIG6_MATCHED_A, FIG6_MATCHED_B};
     static const char *const Q_ORDER[] = {FIG6_NARROW, "levels1-3", FIG6_FULL, FIG6_OOD};
     if (n > MAX_RUNS) return set_err(err, errlen, "at most %d runs per figure (got %d)", MAX_RUNS, n);
+    for (int i = 1; i < n; i++)
+        if (strcmp(runs[i]->objective, runs[0]->objective) != 0)
+            return set_err(err, errlen, "%s is a run of %s, %s one of %s: Fig. 6 compares templates and question "
+                           "sets under one objective (give the runs of one)", runs[i]->path, runs[i]->objective,
+                           runs[0]->path, runs[0]->objective);
     Fig6Verdict *v = xcalloc(1, sizeof *v);
     fig6_verdict(runs, n, v);
     if (v->n_cells == FIG6_MAX_CELLS) {
