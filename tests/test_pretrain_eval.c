@@ -63,7 +63,7 @@ static void test_corpus_defaults_match(void **state) {
 static void test_pretrain_lowers_loss(void **state) {
     Config *c = tiny_config();
     PretrainStats st = {0};
-    assert_int_equal(pretrain_run(c, NULL, model_path, NULL, &st), 0);
+    assert_int_equal(pretrain_run(c, NULL, model_path, NULL, PRETRAIN_NEW, &st), 0);
     printf("  pretrain: loss %.3f (steps 1-10) -> %.3f (steps 31-40), %lld tokens\n",
            st.first_loss, st.last_loss, st.tokens);
     assert_true(st.first_loss > 3.0f);             // about ln(58) at the start
@@ -83,7 +83,7 @@ static void test_pretrain_lowers_loss(void **state) {
     // same seed, same model
     char again[160];
     snprintf(again, sizeof again, "%s/again.h5", dir);
-    assert_int_equal(pretrain_run(c, NULL, again, NULL, NULL), 0);
+    assert_int_equal(pretrain_run(c, NULL, again, NULL, PRETRAIN_NEW, NULL), 0);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "h5diff -q %s %s >/dev/null 2>&1", model_path, again);
     assert_int_equal(system(cmd), 0);

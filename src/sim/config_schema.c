@@ -72,6 +72,9 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"pretrain", "min_lr_frac", CFG_FLOAT, "0.1", 0, 1, NULL,
      "cosine decay ends at optim.lr * min_lr_frac"},
     {"pretrain", "log_every", CFG_INT, "50", 1, 100000000, NULL, "steps between progress lines"},
+    {"pretrain", "checkpoint_every", CFG_INT, "200", 0, 100000000, NULL,
+     "steps between checkpoints <out>.ckpt.h5 for --resume (with optimizer state; also on "
+     "SIGINT/SIGTERM; removed when the model is written); 0 = only on a signal"},
     {"pretrain", "out", CFG_STRING, "data/models/base.h5", NO_RANGE, NULL,
      "checkpoint written at the end (--out overrides)"},
     // [corpus]: the pretraining corpus's behaviour knobs (corpus.h, docs/world.md); the

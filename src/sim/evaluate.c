@@ -1,10 +1,14 @@
 #include "evaluate.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common.h"
+#include "h5util.h"
 #include "runlog.h"
 
 double eval_accuracy(const EvalStats *s) { return s->n ? (double)s->n_correct / s->n : 0.0; }
@@ -78,13 +82,58 @@ static void profile_add(FailureProfile *p, int lv, const char *resp, int reward,
     }
 }
 
+// Counts one evaluated response in st.
+static void stats_add(EvalStats *st, const EvalRecord *r) {
+    st->n++;
+    st->n_correct += r->reward;
+    st->n_format += r->format_ok;
+    st->n_truncated += r->truncated;
+    st->len_sum += r->length;
+    if (r->reward) st->len_correct_sum += r->length;
+    else st->len_incorrect_sum += r->length;
+    st->n_self_checked += r->self_checked;
+    st->n_disagreement += r->disagreement;
+    st->n_recovered += r->recovered;
+    st->n_looped += r->looped;
+    st->n_gave_up += r->gave_up;
+    int lv = r->level >= 0 && r->level <= WORLD_NUM_LEVELS ? r->level : 0;
+    st->level_n[lv]++;
+    st->level_correct[lv] += r->reward;
+}
+
+static int eval_batch_size(const EvalConfig *cfg) { return cfg->batch > 0 ? cfg->batch : 64; }
+
+int eval_check_records(const EvalConfig *cfg, const EvalRecord *records, int n, char *err,
+                       size_t errlen) {
+    int n_bench = eval_num_benchmarks(), batch = eval_batch_size(cfg), k = 0;
+    for (int b = 0; b < n_bench + (cfg->train_pool > 0); b++) {
+        int size = eval_size(cfg, b, n_bench);
+        for (int j = 0; j < size; j++, k++) {
+            if (k == n) {
+                if (j % batch == 0) return 0;
+                return set_err(err, errlen, "the %d responses end inside a batch of %d questions "
+                               "(%s #%d): not where an evaluation stops", n, batch,
+                               bench_label(b, n_bench), j);
+            }
+            if (records[k].bench != b || records[k].index != j)
+                return set_err(err, errlen, "response row %d is of benchmark %d question %d, "
+                               "expected %s (benchmark %d) question %d", k, records[k].bench,
+                               records[k].index, bench_label(b, n_bench), b, j);
+        }
+    }
+    if (k != n)
+        return set_err(err, errlen, "%d response rows, more than the %d questions of this "
+                       "evaluation", n, k);
+    return 0;
+}
+
 void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
                          EvalRecord *records, int *n_records) {
     memset(out, 0, sizeof *out);
     int n_bench = eval_num_benchmarks();
     out->n_bench = n_bench;
     out->has_pool = cfg->train_pool > 0;
-    int max_new = cfg->sampler.max_new_tokens, batch = cfg->batch > 0 ? cfg->batch : 64;
+    int max_new = cfg->sampler.max_new_tokens, batch = eval_batch_size(cfg);
     int max_len = model_config(m)->max_seq_len;
     int *prompts = xmalloc((size_t)batch * max_len * sizeof(int));
     int *plen = xmalloc((size_t)batch * sizeof(int));
@@ -99,8 +148,12 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
         int size = eval_size(cfg, b, n_bench);
         EvalStats *st = &out->bench[b];
         double t0 = wall_time();
-        for (int j0 = 0; j0 < size; j0 += batch) {
+        for (int j0 = 0; j0 < size && !out->stopped; j0 += batch) {
             int n = size - j0 < batch ? size - j0 : batch, T = 1;
+            if (nrec + n <= cfg->resume_from) {  // evaluated before: counted, not generated
+                for (int i = 0; i < n; i++, nrec++) stats_add(st, &records[nrec]);
+                continue;
+            }
             for (int i = 0; i < n; i++) {
                 // eval_check_prompts has vouched for every prompt: a failure here is a bug
                 plen[i] = eval_prompt(tk, cfg, b, pool, j0 + i, &tasks[i], prompts + (size_t)i * max_len,
@@ -125,41 +178,21 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
                            bench_label(b, n_bench), j0 + i, tasks[i].level,
                            tasks[i].question, (long long)tasks[i].answer, v.reward,
                            v.truncated ? " (truncated)" : "", v.format_ok ? "" : " (format)", resp);
-                st->n++;
-                st->n_correct += v.reward;
-                st->n_format += v.format_ok;
-                st->n_truncated += v.truncated;
-                st->len_sum += len;
-                if (v.reward) st->len_correct_sum += len;
-                else st->len_incorrect_sum += len;
-                st->n_self_checked += v.self_checked;
-                st->n_disagreement += v.disagreement;
-                st->n_recovered += v.recovered;
-                st->n_looped += v.looped;
-                st->n_gave_up += v.gave_up;
-                int lv = tasks[i].level >= 0 && tasks[i].level <= WORLD_NUM_LEVELS ? tasks[i].level : 0;
-                st->level_n[lv]++;
-                st->level_correct[lv] += v.reward;
+                EvalRecord rec = {.bench = b, .index = j0 + i, .level = tasks[i].level,
+                                  .length = len, .reward = v.reward, .correct = v.correct,
+                                  .format_ok = v.format_ok, .truncated = v.truncated,
+                                  .self_checked = v.self_checked, .disagreement = v.disagreement,
+                                  .recovered = v.recovered, .looped = v.looped, .gave_up = v.gave_up};
+                stats_add(st, &rec);
+                int lv = rec.level >= 0 && rec.level <= WORLD_NUM_LEVELS ? rec.level : 0;
                 if (cfg->gaps && (pool || !out->has_pool)) profile_add(&out->profile, lv, resp, v.reward, cfg->gaps);
-                if (records) {
-                    EvalRecord *r = &records[nrec];
-                    r->bench = b;
-                    r->index = j0 + i;
-                    r->level = tasks[i].level;
-                    r->length = len;
-                    r->reward = v.reward;
-                    r->correct = v.correct;
-                    r->format_ok = v.format_ok;
-                    r->truncated = v.truncated;
-                    r->self_checked = v.self_checked;
-                    r->disagreement = v.disagreement;
-                    r->recovered = v.recovered;
-                    r->looped = v.looped;
-                    r->gave_up = v.gave_up;
-                }
+                if (records) records[nrec] = rec;
                 nrec++;
             }
+            if (cfg->after_batch && cfg->after_batch(cfg->after_batch_ctx, records, nrec))
+                out->stopped = 1;
         }
+        if (out->stopped) break;
         if (cfg->progress)
             fprintf(stderr, "eval: %-10s %4d questions  accuracy %.3f  (%.1f s)\n",
                     bench_label(b, n_bench), st->n, eval_accuracy(st),
@@ -217,8 +250,12 @@ void eval_print_table(const EvalResult *r, FILE *f) {
 int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *cfg,
                     const EvalResult *r, const EvalRecord *recs, int n_recs, char *err,
                     size_t errlen) {
-    RunLog *rl = runlog_create(path, 1, err, errlen);
-    if (!rl) return -1;
+    char *tmp = path_with_suffix(path, ".tmp");
+    RunLog *rl = runlog_create(tmp, 1, err, errlen);
+    if (!rl) {
+        free(tmp);
+        return -1;
+    }
     char names[512] = "";
     for (int b = 0; b < r->n_bench + r->has_pool; b++) {
         if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
@@ -233,10 +270,17 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
              runlog_set_attr_f64(rl, "top_p", cfg->sampler.top_p, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "max_new_tokens", cfg->sampler.max_new_tokens, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "world_seed", (int64_t)cfg->world_seed, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "score", r->score, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "score", r->stopped ? NAN : r->score, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "complete", !r->stopped, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "limit", cfg->limit, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "train_pool", cfg->train_pool, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "batch", eval_batch_size(cfg), err, errlen) == 0 &&
+             (!cfg->config_text || runlog_set_attr_str(rl, "config", cfg->config_text, err, errlen) == 0) &&
+             (!cfg->model_fingerprint ||
+              runlog_set_attr_str(rl, "model_fingerprint", cfg->model_fingerprint, err, errlen) == 0) &&
              logschema_declare(rl, &LOG_KIND_EVAL, err, errlen) == 0 &&
              runlog_start_swmr(rl, err, errlen) == 0;
-    for (int b = 0; ok && b < r->n_bench + r->has_pool; b++) {
+    for (int b = 0; ok && !r->stopped && b < r->n_bench + r->has_pool; b++) {
         const EvalStats *s = &r->bench[b];
         int n_bad = s->n - s->n_correct;
         EvalBenchRow row = {.bench = b, .n = s->n, .accuracy = eval_accuracy(s),
@@ -250,6 +294,11 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
     if (ok) ok = runlog_append_rows(rl, &LOG_EVAL_RESPONSES, n_recs, recs, err, errlen) == 0;
     char err2[256];
     if (runlog_close(rl, ok ? err : err2, ok ? errlen : sizeof err2) != 0) ok = 0;
+    if (ok && rename(tmp, path) != 0)
+        ok = 0, set_err(err, errlen, "cannot write '%s': cannot rename '%s' to it: %s", path, tmp,
+                        strerror(errno));
+    if (!ok) unlink(tmp);
+    free(tmp);
     return ok ? 0 : -1;
 }
 

@@ -40,6 +40,8 @@ typedef struct {
     EvalStats bench[EVAL_MAX_BENCH];  // bench[n_bench]: the training-pool sample, if any
     int has_pool;
     double score;  // unweighted mean accuracy over the benchmarks (the pool not included)
+    int stopped;   // 1: EvalConfig.after_batch stopped it; the statistics are of the questions
+                   // done, the score is not set
     FailureProfile profile;  // when EvalConfig.gaps: of the training-pool sample if any, else
                              // of the benchmarks
 } EvalResult;
@@ -59,6 +61,17 @@ typedef struct {
     int progress;           // print a progress line per benchmark to stderr
     int show;               // print the first `show` responses of each benchmark to stdout
     const WorldGaps *gaps;  // if not NULL, the failure profile against this gap table
+    // records[0 .. resume_from) hold the responses of an earlier run of the same evaluation
+    // (eval --resume; eval_check_records vouches for them): counted in the result, not
+    // generated again (nor shown, nor in the failure profile)
+    int resume_from;
+    // if not NULL, called after each batch with the records so far (NULL where the caller
+    // keeps none) and their count; nonzero stops the evaluation there (EvalResult.stopped)
+    int (*after_batch)(void *ctx, const EvalRecord *records, int n_records);
+    void *after_batch_ctx;
+    // stored in the file by eval_write_hdf5 (NULL: not stored): the resolved config and the
+    // fingerprint of the model's weights, which eval --resume compares
+    const char *config_text, *model_fingerprint;
 } EvalConfig;
 
 // Checks every prompt evaluate_benchmarks will generate for (each benchmark up to cfg->limit
@@ -74,6 +87,11 @@ int eval_check_prompts(const Model *m, const Tokenizer *tk, const EvalConfig *cf
 void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
                          EvalRecord *records, int *n_records);
 int eval_num_questions(const EvalConfig *cfg);
+// Checks that records[0 .. n) are the responses evaluate_benchmarks writes first under cfg
+// (benchmark and question index in its order) and end at a batch boundary, so that an
+// evaluation can go on after them. 0, or -1 with a message naming the first row that is not.
+int eval_check_records(const EvalConfig *cfg, const EvalRecord *records, int n, char *err,
+                       size_t errlen);
 // Prints the table of `grpolab eval` (accuracy, lengths, format and truncation rates,
 // accuracy per level, behaviour shares) for each benchmark and the score.
 void eval_print_table(const EvalResult *r, FILE *f);
@@ -87,7 +105,9 @@ double eval_accuracy(const EvalStats *s);
 
 // Writes the result as an HDF5 run log of kind "eval" (logschema.h LOG_KIND_EVAL): /eval one
 // row per benchmark, /responses one row per response; root attributes name the model and the
-// settings.
+// settings, and `complete` says whether every question was evaluated (0: r->stopped, the file
+// holds the responses done and no /eval rows; eval --resume completes it). Written to
+// "<path>.tmp" and renamed onto path: path holds a whole file, this one or the one before.
 int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *cfg,
                     const EvalResult *r, const EvalRecord *recs, int n_recs, char *err,
                     size_t errlen);

@@ -67,8 +67,9 @@ static const CliOption config_opts[] = {
                           "run.backend and run.out are not compared"},
     {"against-model", "MODEL.h5", "the same for a base model written by `grpolab pretrain`, on "
                                   "the keys pretraining reads ([train], [eval], [objective], "
-                                  "run.threads, run.backend, run.out, pretrain.out and "
-                                  "pretrain.log_every are not compared)"},
+                                  "run.threads, run.backend, run.out, pretrain.out, "
+                                  "pretrain.log_every and pretrain.checkpoint_every are not "
+                                  "compared)"},
 };
 static const CliSpec config_spec = {
     "config", "Print a resolved config, or the list of config keys.",
@@ -280,15 +281,19 @@ static const CliOption pretrain_opts[] = {
     {"out", "FILE", "checkpoint to write (default: pretrain.out, data/models/base.h5)"},
     {"init", "FILE", "start from this checkpoint instead of a random init"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
-    {"overwrite", NULL, "replace an existing --out FILE (without it, an existing FILE is an error)"},
+    {"overwrite", NULL, "replace an existing --out FILE and the checkpoint of an interrupted "
+                        "pretraining into it (without it, either is an error)"},
+    {"resume", NULL, "go on from FILE.ckpt.h5, the checkpoint of an interrupted pretraining "
+                     "(from step 0 where there is none)"},
 };
 static const CliSpec pretrain_spec = {
     "pretrain",
     "Train the base model by next-token cross-entropy on the world's corpus (docs/world.md);\n"
-    "prints a progress line (step, loss, tokens/s, ETA) and writes an HDF5 checkpoint.",
-    "[--config FILE] [--set SECTION.KEY=VALUE]... [--out FILE [--overwrite]] [--init FILE]\n"
-    "       [--backend NAME]",
-    pretrain_opts, 6, 0, NULL};
+    "prints a progress line (step, loss, tokens/s, ETA) and writes an HDF5 checkpoint; keeps\n"
+    "FILE.ckpt.h5 every pretrain.checkpoint_every steps for --resume.",
+    "[--config FILE] [--set SECTION.KEY=VALUE]... [--out FILE] [--resume | --overwrite]\n"
+    "       [--init FILE] [--backend NAME]",
+    pretrain_opts, 7, 0, NULL};
 
 static int cmd_pretrain(int argc, char **argv) {
     CliArgs a;
@@ -301,9 +306,16 @@ static int cmd_pretrain(int argc, char **argv) {
     // refused and claimed before any training: a run whose model cannot be saved never starts
     // (pretrain_run checks the directory and the free space after the config)
     char err[1024];
-    if (!cli_flag(&pretrain_spec, &a, "overwrite") &&
+    int resume = cli_flag(&pretrain_spec, &a, "resume"), overwrite = cli_flag(&pretrain_spec, &a, "overwrite");
+    if (resume && overwrite) {
+        fprintf(stderr, "grpolab pretrain: error: --resume and --overwrite exclude each other\n");
+        config_free(c);
+        return 2;
+    }
+    if (!overwrite &&
         check_out_path("cannot write checkpoint", out, 0, err, sizeof err) != 0 && access(out, F_OK) == 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
+        fprintf(stderr, "grpolab: error: %s%s\n", err, resume ? " (the pretraining into it has "
+                "finished: nothing to resume)" : "");
         config_free(c);
         return 2;
     }
@@ -313,7 +325,9 @@ static int cmd_pretrain(int argc, char **argv) {
         config_free(c);
         return 2;
     }
-    rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"), NULL);
+    train_note_command(argc, argv);
+    rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"),
+                      resume ? PRETRAIN_RESUME : overwrite ? PRETRAIN_OVERWRITE : PRETRAIN_NEW, NULL);
     if (claimed) out_release(out);
     config_free(c);
     return rc;

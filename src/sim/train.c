@@ -18,6 +18,7 @@
 #include "dist.h"
 #include "evaluate.h"
 #include "h5util.h"
+#include "interrupt.h"
 #include "resume.h"
 #include "rollout.h"
 #include "setup.h"
@@ -327,9 +328,23 @@ static int trainer_close(Trainer *t, int rc) {
 }
 
 // ---------------------------------------------------------------- one step
+// Stops an evaluation at the next batch once SIGINT or SIGTERM came (EvalConfig.after_batch).
+static int eval_interrupted(void *ctx, const EvalRecord *records, int n_records) {
+    return interrupt_pending() != 0;
+}
+
+// The greedy evaluation at step, logged; one stopped by a signal is not logged (the run's
+// checkpoint is then of the steps before it, and --resume runs it again).
 static int train_eval(Trainer *t, int step, char *err, size_t errlen) {
     EvalResult res;
-    evaluate_benchmarks(t->m, t->tk, &t->ec, &res, NULL, NULL);
+    EvalConfig ec = t->ec;
+    ec.after_batch = eval_interrupted;
+    evaluate_benchmarks(t->m, t->tk, &ec, &res, NULL, NULL);
+    if (res.stopped) {
+        fprintf(stderr, "train: the evaluation at step %d was stopped by the signal; --resume runs "
+                "it again\n", step);
+        return 0;
+    }
     return trainlog_write_eval(t->rl, step, &res, err, errlen) == 0 ? 0 : 1;
 }
 
@@ -439,12 +454,9 @@ static void print_totals(int steps_run, double tokens, double rollout_s, double 
 }
 
 // ---------------------------------------------------------------- stopping on a signal
-// SIGINT and SIGTERM let the step being run finish and be logged; the loop then saves a
-// checkpoint, closes the log and exits 128 + the signal. A second signal stops at once
-// (SA_RESETHAND: the default action again).
-static volatile sig_atomic_t stop_signal;
-static void on_stop(int sig) { stop_signal = sig; }
-
+// SIGINT and SIGTERM (interrupt.h) let the step being run finish and be logged, or stop the
+// evaluation under way (it is run again on resume); the loop then saves a checkpoint, closes
+// the log and exits 128 + the signal.
 static char resume_command[2048];
 
 void train_note_command(int argc, char **argv) {
@@ -469,9 +481,9 @@ void train_note_command(int argc, char **argv) {
     if (n >= sizeof resume_command) resume_command[0] = '\0';  // too long to print whole
 }
 
-static void print_resume_hint(const Trainer *t) {
-    if (resume_command[0]) fprintf(stderr, "train: to go on: %s\n", resume_command);
-    else fprintf(stderr, "train: to go on: the same command with --resume (and --out %s)\n", t->out_path);
+void train_print_resume_hint(const char *who, const char *out_path) {
+    if (resume_command[0]) fprintf(stderr, "%s: to go on: %s\n", who, resume_command);
+    else fprintf(stderr, "%s: to go on: the same command with --resume (and --out %s)\n", who, out_path);
 }
 
 // ---------------------------------------------------------------- the loop
@@ -490,22 +502,16 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     TrainState st;
     train_state_alloc(&st, S, t->m, t->ref != NULL);
     if (dist_rank() == 0) print_start(t);
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sa.sa_flags = SA_RESTART | SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    stop_signal = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    InterruptHandlers handlers;
+    interrupt_install(&handlers);
     double t_run = wall_time(), rollout_s = 0, update_s = 0, tokens = 0;
     int rc = 0, steps_run = 0, saved = 1;  // saved: the state after the last step is on disk
     int step = (int)t->start_step;
     for (; step <= S->steps && rc == 0; step++) {
         if (S->eval_every > 0 && (step % S->eval_every == 0 || step == S->steps))
             rc = agree(dist_rank() == 0 ? train_eval(t, step, err, sizeof err) : 0, err);
-        stop_signal = dist_max_int((int)stop_signal);  // a signal to one rank stops them all
-        if (rc || step == S->steps || stop_signal) break;
+        interrupt_set(dist_max_int(interrupt_pending()));  // a signal to one rank stops them all
+        if (rc || step == S->steps || interrupt_pending()) break;
         TrainRow row;
         rc = agree(train_step(t, &st, step, &row, err, sizeof err), err);
         if (rc) break;
@@ -528,8 +534,8 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
         }
         rc = agree(rc, err);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    interrupt_restore(&handlers);
+    int stop_signal = interrupt_pending();
     if (rc && err[0]) fprintf(stderr, "grpolab: error: %s\n", err);
     if (rc == 0 && stop_signal && dist_rank() != 0) {
         rc = 128 + stop_signal;  // rank 0 saves and says how to go on
@@ -541,12 +547,12 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
         } else if (steps_run > 0 || !t->created) {
             fprintf(stderr, "train: stopped by signal %d after step %d (logged and checkpointed)\n",
                     (int)stop_signal, step);
-            print_resume_hint(t);
+            train_print_resume_hint("train", t->out_path);
         } else {
             fprintf(stderr, "train: stopped by signal %d before the first step\n", (int)stop_signal);
         }
     } else if (rc == 1 && !t->diverged && steps_run + t->start_step > 0 && dist_rank() == 0) {
-        print_resume_hint(t);
+        train_print_resume_hint("train", t->out_path);
     }
     if (stats && steps_run) stats->seconds_per_step = (wall_time() - t_run) / steps_run;
     if (dist_rank() == 0) print_totals(steps_run, tokens, rollout_s, update_s, wall_time() - t_run);

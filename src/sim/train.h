@@ -44,9 +44,12 @@ enum {
 int train_run(const Config *cfg, const char *backend_override, const char *out_path, int mode,
               TrainStats *stats);
 
-// The command line of `grpolab train` (argv[0] = "train"), for the command printed to go on
-// after an interruption (without --overwrite, with --resume).
+// The command line of `grpolab train`, `pretrain` or `eval` (argv[0] = the command), for the
+// command printed to go on after an interruption (without --overwrite, with --resume).
 void train_note_command(int argc, char **argv);
+// Prints "<who>: to go on: <that command>" to stderr (or, where it was too long to keep,
+// the advice to run the same command with --resume and --out out_path).
+void train_print_resume_hint(const char *who, const char *out_path);
 
 // Compares now with the config stored in the train run log at run_path (root attribute
 // "config"), ignoring run.threads, run.backend and run.out, and with allow_more_steps also
