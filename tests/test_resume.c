@@ -12,6 +12,7 @@
 
 #include "sim/logschema.h"
 #include "sim/resume.h"
+#include "spawn_util.h"
 #include "train_fixture.h"
 
 // The fixture's runs on one thread, with the CLI's arguments of base_config.
@@ -31,7 +32,6 @@ static Config *one_thread(const char *const *extra, int n_extra) {
 
 static void path_of(char *buf, size_t len, const char *name) { snprintf(buf, len, "%s/%s", dir, name); }
 
-static int exists(const char *p) { return access(p, F_OK) == 0; }
 
 static void copy_file(const char *from, const char *to) {
     char cmd[600];
@@ -46,24 +46,6 @@ static void assert_bytes(const char *p, const char *b, size_t n) {
     if (!now) fail_msg("%s is gone", p);
     if (m != n || memcmp(now, b, n) != 0) fail_msg("%s changed (%zu bytes, was %zu)", p, m, n);
     free(now);
-}
-
-static int64_t rows(const char *path, const char *dataset) {
-    int64_t n = 0;
-    free(col(path, dataset, &n));
-    return n;
-}
-
-// The rows of a column of a log that may not be readable (yet): -1 then.
-static int64_t try_rows(const char *path, const char *dataset) {
-    char err[512];
-    int64_t n = -1;
-    RunLogReader *rd = runlog_reader_open(path, err, sizeof err);
-    double *x = rd ? runlog_read_column(rd, dataset, &n, err, sizeof err) : NULL;
-    if (!x) n = -1;
-    free(x);
-    if (rd) runlog_reader_close(rd);
-    return n;
 }
 
 // Sets the root attribute "step" of a checkpoint (an int64).
@@ -106,46 +88,10 @@ static void cut_log(const char *path, int64_t keep_below) {
     }
 }
 
-// ---------------------------------------------------------------- runs stopped from outside
-// Starts the CLI with args (stderr to errpath), with env ("NAME=value ..." or "") in front;
-// returns its pid.
-static pid_t spawn_cli_env(const char *env, const char *args, const char *errpath) {
-    const char *bin = getenv("GRPOLAB_BIN");
-    if (!bin) bin = "build/grpolab";
-    char cmd[3200];
-    snprintf(cmd, sizeof cmd, "%s exec %s %s >/dev/null 2>'%s'", env, bin, args, errpath);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
 
-static pid_t spawn_cli(const char *args, const char *errpath) { return spawn_cli_env("", args, errpath); }
-
-static int wait_rc(pid_t pid) {
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void sleep_s(double s) {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 static const char KILL_RUN[] = "--set train.steps=10 --set train.checkpoint_every=4 --set train.eval_every=3";
 
-// The text of file p (NUL-terminated), malloc'd.
-static char *read_text(const char *p) {
-    size_t n = 0;
-    char *b = tu_read_file(p, &n);
-    if (!b) fail_msg("cannot read %s", p);
-    b[n] = '\0';
-    return b;
-}
 
 // ---------------------------------------------------------------- a diverging run
 // optim.lr = 1 with beta2 = 0 and eps = 1e-12 (each value in range) makes AdamW take steps
@@ -232,28 +178,6 @@ static void test_refused_resume_changes_nothing(void **state) {
     free(ck0);
 }
 
-// Polls until the checkpoint ckpt exists, for at most about 20 s.
-static void wait_for_file(const char *ckpt) {
-    for (int i = 0; i < 1000 && !exists(ckpt); i++) sleep_s(0.02);
-    if (!exists(ckpt)) fail_msg("no %s after 20 s", ckpt);
-}
-
-// Polls until the file at p holds text, for at most about 20 s.
-static void wait_for_text(const char *p, const char *text) {
-    for (int i = 0; i < 1000; i++) {
-        size_t n = 0;
-        char *b = tu_read_file(p, &n);
-        int found = 0;
-        if (b) {
-            b[n] = '\0';
-            found = strstr(b, text) != NULL;
-            free(b);
-        }
-        if (found) return;
-        sleep_s(0.02);
-    }
-    fail_msg("%s: no '%s' after 20 s", p, text);
-}
 
 // The case: a seed-11 run killed after a checkpoint, then a seed-99 run with
 // --overwrite killed before its first, then --resume. The old checkpoint went with its log,
@@ -477,14 +401,6 @@ static void test_kills_at_random_moments(void **state) {
     }
 }
 
-// The preloaded library that kills a run at a chosen write (tests/preload/kill_at_write.c),
-// or NULL (the test is then skipped) where it was not built and not asked for.
-static const char *kill_lib(void) {
-    const char *lib = getenv("GRPOLAB_KILL_LIB");
-    if (lib && !exists(lib)) fail_msg("GRPOLAB_KILL_LIB=%s does not exist", lib);
-    if (!lib) lib = "build/tests/kill_at_write.so";
-    return exists(lib) ? lib : NULL;
-}
 
 // Runs killed at the n-th write to a file (the log's, the log copies' and the checkpoints'
 // writes; kill_at_write.c), for n spread evenly over the writes of a whole run, every other
@@ -502,12 +418,9 @@ static void test_kills_at_writes(void **state) {
     path_of(full, sizeof full, "writes_full.h5");
     path_of(errp, sizeof errp, "writes.err");
     path_of(countp, sizeof countp, "writes.count");
-    // sanitized builds want their runtime first among the preloaded libraries
-    const char *asan = getenv("ASAN_OPTIONS");
-    char asan_opt[600];
-    snprintf(asan_opt, sizeof asan_opt, "ASAN_OPTIONS='%s%sverify_asan_link_order=0'", asan ? asan : "",
-             asan && asan[0] ? ":" : "");
-    snprintf(env, sizeof env, "%s LD_PRELOAD='%s' GRPOLAB_COUNT_FILE='%s'", asan_opt, lib, countp);
+    char preload[900];
+    preload_env(preload, sizeof preload, lib);
+    snprintf(env, sizeof env, "%s GRPOLAB_COUNT_FILE='%s'", preload, countp);
     cli_args(args, sizeof args, full, KILL_RUN);
     assert_int_equal(wait_rc(spawn_cli_env(env, args, errp)), 0);
     char *count = read_text(countp);
@@ -523,8 +436,7 @@ static void test_kills_at_writes(void **state) {
         char out[160], name[64];
         snprintf(name, sizeof name, "writes%ld.h5", n);
         path_of(out, sizeof out, name);
-        snprintf(env, sizeof env, "%s LD_PRELOAD='%s' GRPOLAB_KILL_AT=%ld GRPOLAB_KILL_HALF=%d",
-                 asan_opt, lib, n, half);
+        snprintf(env, sizeof env, "%s GRPOLAB_KILL_AT=%ld GRPOLAB_KILL_HALF=%d", preload, n, half);
         cli_args(args, sizeof args, out, KILL_RUN);
         int rc = wait_rc(spawn_cli_env(env, args, errp));
         if (rc != 137 && rc != 0) {
@@ -535,7 +447,7 @@ static void test_kills_at_writes(void **state) {
         torn += half && rc == 137;
         if (i % 3 == 2 && rc == 137 && exists(out)) {  // killed again while it goes on
             long m = 1 + (i * 37) % (total / 2);
-            snprintf(env, sizeof env, "%s LD_PRELOAD='%s' GRPOLAB_KILL_AT=%ld", asan_opt, lib, m);
+            snprintf(env, sizeof env, "%s GRPOLAB_KILL_AT=%ld", preload, m);
             cli_args(args, sizeof args, out, KILL_RUN);
             strcat(args, " --resume");
             rc = wait_rc(spawn_cli_env(env, args, errp));

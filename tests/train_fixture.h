@@ -28,7 +28,7 @@ static char dir[64], model_path[128];
 #define STEPS_MAX 4
 #define BUDGET 24
 
-static Config *base_config(const char *const *extra, int n_extra) {
+static inline Config *base_config(const char *const *extra, int n_extra) {
     char err[512], init[256];
     Config *c = config_new();
     snprintf(init, sizeof init, "train.init=%s", model_path);
@@ -43,7 +43,7 @@ static Config *base_config(const char *const *extra, int n_extra) {
     return c;
 }
 
-static ModelConfig tiny_model_config(void) { return tiny_policy_config(); }
+static inline ModelConfig tiny_model_config(void) { return tiny_policy_config(); }
 
 // The policy fine-tuned on the questions of the first STEPS_MAX steps (tiny_policy.h).
 static int setup(void **state) {
@@ -58,7 +58,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-static double *col(const char *path, const char *dataset, int64_t *n) {
+static inline double *col(const char *path, const char *dataset, int64_t *n) {
     char err[512];
     RunLogReader *rd = runlog_reader_open(path, err, sizeof err);
     if (!rd) fail_msg("%s", err);
@@ -66,6 +66,12 @@ static double *col(const char *path, const char *dataset, int64_t *n) {
     if (!x) fail_msg("%s", err);
     runlog_reader_close(rd);
     return x;
+}
+
+static inline int64_t rows(const char *path, const char *dataset) {
+    int64_t n = 0;
+    free(col(path, dataset, &n));
+    return n;
 }
 
 static const char *const TRAIN_DET[] = {
@@ -83,7 +89,7 @@ static const char *const EVAL_COLS[] = {"step", "bench", "accuracy", "length_mea
                                         "length_correct", "length_incorrect", "n"};
 
 // Column by column, bit for bit (NaN equals NaN).
-static void assert_same_table(const char *a, const char *b, const char *table,
+static inline void assert_same_table(const char *a, const char *b, const char *table,
                               const char *const *cols, int n_cols) {
     for (int c = 0; c < n_cols; c++) {
         char ds[128];
@@ -99,7 +105,7 @@ static void assert_same_table(const char *a, const char *b, const char *table,
     }
 }
 
-static void assert_same_logs(const char *a, const char *b) {
+static inline void assert_same_logs(const char *a, const char *b) {
     assert_same_table(a, b, "train", TRAIN_DET, sizeof TRAIN_DET / sizeof *TRAIN_DET);
     assert_same_table(a, b, "questions", QUESTION_COLS, sizeof QUESTION_COLS / sizeof *QUESTION_COLS);
     assert_same_table(a, b, "responses", RESPONSE_COLS, sizeof RESPONSE_COLS / sizeof *RESPONSE_COLS);
@@ -107,7 +113,7 @@ static void assert_same_logs(const char *a, const char *b) {
     assert_same_table(a, b, "eval", EVAL_COLS, sizeof EVAL_COLS / sizeof *EVAL_COLS);
 }
 
-static void run_ok(Config *c, const char *out, int resume) {
+static inline void run_ok(Config *c, const char *out, int resume) {
     TrainStats st;
     assert_int_equal(train_run(c, NULL, out, resume, &st), 0);
 }

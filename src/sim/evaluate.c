@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../common.h"
+#include "config.h"
 #include "h5util.h"
 #include "runlog.h"
 
@@ -347,4 +348,143 @@ void eval_print_failure_profile(const EvalResult *r, FILE *f) {
                "gap_dis, slipdis: disagreements with a false step of each kind; redo: share of "
                "them followed by a redo of the step; right, same: shares of those redos that are right / "
                "that repeat the rejected value)\n");
+}
+
+// ---------------------------------------------------------------- eval --resume
+int eval_write_partial(const char *path, const char *model_path, const EvalConfig *cfg,
+                       const EvalRecord *recs, int n_recs, char *err, size_t errlen) {
+    EvalResult r = {.n_bench = eval_num_benchmarks(), .has_pool = cfg->train_pool > 0, .stopped = 1};
+    return eval_write_hdf5(path, model_path, cfg, &r, recs, n_recs, err, errlen);
+}
+
+// Keys an evaluation may go on with changed: they change what it computes at most in rounding.
+static const char *const EVAL_FREE_KEYS[] = {"run.threads", "run.backend"};
+
+// The settings of an eval file that --resume compares: the root attributes eval_write_hdf5
+// writes from cfg, as runlog_read_attr_str reads them back (numbers as decimal text).
+static int settings_differ(RunLogReader *rd, const char *path, const EvalConfig *cfg, char *err,
+                           size_t errlen) {
+    char now[8][48], diff[600] = "", msg[512];
+    const char *names[8] = {"template", "temperature", "top_p", "max_new_tokens", "world_seed",
+                            "limit", "train_pool", "batch"};
+    snprintf(now[0], sizeof now[0], "%s", template_name(cfg->template_kind));
+    snprintf(now[1], sizeof now[1], "%.17g", (double)cfg->sampler.temperature);
+    snprintf(now[2], sizeof now[2], "%.17g", (double)cfg->sampler.top_p);
+    snprintf(now[3], sizeof now[3], "%d", cfg->sampler.max_new_tokens);
+    snprintf(now[4], sizeof now[4], "%lld", (long long)(int64_t)cfg->world_seed);
+    snprintf(now[5], sizeof now[5], "%d", cfg->limit);
+    snprintf(now[6], sizeof now[6], "%d", cfg->train_pool);
+    snprintf(now[7], sizeof now[7], "%d", eval_batch_size(cfg));
+    int n = 0;
+    for (int i = 0; i < 8; i++) {
+        char *then = runlog_read_attr_str(rd, names[i], msg, sizeof msg);
+        if (!then) return set_err(err, errlen, "--resume: %s", msg);
+        if (strcmp(then, now[i]) != 0) {
+            size_t k = strlen(diff);
+            snprintf(diff + k, sizeof diff - k, "%s%s = %s vs %s", n ? "; " : "", names[i], then, now[i]);
+            n++;
+        }
+        free(then);
+    }
+    if (n > 0)
+        return set_err(err, errlen, "--resume: %s was evaluated with other settings (%d differ%s, "
+                       "stored vs now): %s (resume with the options it started with, or start "
+                       "again with --overwrite)", path, n, n == 1 ? "s" : "", diff);
+    return 0;
+}
+
+// The stored config and model fingerprint against cfg's. 0, or -1 with a message.
+static int config_differs(RunLogReader *rd, const char *path, const EvalConfig *cfg, char *err,
+                          size_t errlen) {
+    char msg[768], diff[600];
+    const char *attrs[2] = {"config", "model_fingerprint"};
+    char *stored[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        if (!(stored[i] = runlog_read_attr_str(rd, attrs[i], msg, sizeof msg))) {
+            free(stored[0]);
+            return set_err(err, errlen, "--resume: %s (not written by an eval that can be resumed)", msg);
+        }
+    int rc = 0;
+    if (cfg->model_fingerprint && strcmp(stored[1], cfg->model_fingerprint) != 0)
+        rc = set_err(err, errlen, "--resume: %s was evaluated on other weights than the model now "
+                     "holds (model_fingerprint %s in the file, %s now)", path, stored[1],
+                     cfg->model_fingerprint);
+    Config *then = rc == 0 && cfg->config_text ? config_from_stored(stored[0], path, msg, sizeof msg) : NULL;
+    Config *now = then ? config_from_stored(cfg->config_text, "the config", msg, sizeof msg) : NULL;
+    if (rc == 0 && cfg->config_text && !now) rc = set_err(err, errlen, "--resume: %s", msg);
+    int n = now ? config_diff(then, now, EVAL_FREE_KEYS, 2, diff, sizeof diff) : 0;
+    if (n > 0)
+        rc = set_err(err, errlen, "--resume: %s was evaluated with another config (%d key%s differ%s, "
+                     "stored vs now): %s (resume with the settings it started with, or start again "
+                     "with --overwrite)", path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
+    config_free(then);
+    config_free(now);
+    free(stored[0]);
+    free(stored[1]);
+    return rc;
+}
+
+// /responses of the file into recs (cap rows) as *n rows, column by column by the schema.
+static int read_responses(RunLogReader *rd, EvalRecord *recs, int cap, int *n, char *err,
+                          size_t errlen) {
+    char ds[128], msg[768];
+    *n = -1;
+    for (int c = 0; c < LOG_EVAL_RESPONSES.n_cols; c++) {
+        const TableColumn *col = &LOG_EVAL_RESPONSES.cols[c];
+        snprintf(ds, sizeof ds, "%s/%s", LOG_EVAL_RESPONSES.name, col->spec.name);
+        int64_t rows = 0;
+        double *x = runlog_read_column(rd, ds, &rows, msg, sizeof msg);
+        if (!x) return set_err(err, errlen, "--resume: %s", msg);
+        if ((*n >= 0 && rows != *n) || rows > cap) {
+            free(x);
+            return set_err(err, errlen, "--resume: column /%s holds %lld rows, %s", ds, (long long)rows,
+                           rows > cap ? "more than the evaluation's questions" : "unlike the other columns");
+        }
+        *n = (int)rows;
+        for (int64_t i = 0; i < rows; i++) {
+            if (x[i] != (int32_t)x[i]) {
+                free(x);
+                return set_err(err, errlen, "--resume: row %lld of /%s is %g, not an int32", (long long)i,
+                               ds, x[i]);
+            }
+            *(int32_t *)((char *)&recs[i] + col->offset) = (int32_t)x[i];
+        }
+        free(x);
+    }
+    return 0;
+}
+
+int eval_read_partial(const char *path, const EvalConfig *cfg, EvalRecord *recs, int cap, int *n,
+                      char *err, size_t errlen) {
+    char msg[768];
+    RunLogReader *rd = runlog_reader_open(path, msg, sizeof msg);
+    if (!rd) return set_err(err, errlen, "--resume: %s", msg);
+    int rc = -1;
+    char *kind = runlog_read_attr_str(rd, "kind", msg, sizeof msg), *complete = NULL;
+    if (!kind || strcmp(kind, "eval") != 0) {
+        set_err(err, errlen, "--resume: %s is not an eval log (%s%s)", path, kind ? "kind " : "",
+                kind ? kind : msg);
+        goto done;
+    }
+    if (!(complete = runlog_read_attr_str(rd, "complete", msg, sizeof msg))) {
+        set_err(err, errlen, "--resume: %s (written by an eval that cannot be resumed)", msg);
+        goto done;
+    }
+    if (settings_differ(rd, path, cfg, err, errlen) != 0 || config_differs(rd, path, cfg, err, errlen) != 0)
+        goto done;
+    if (strcmp(complete, "0") != 0) {
+        rc = 1;  // nothing left to do
+        goto done;
+    }
+    if (read_responses(rd, recs, cap, n, err, errlen) != 0) goto done;
+    if (eval_check_records(cfg, recs, *n, msg, sizeof msg) != 0) {
+        set_err(err, errlen, "--resume: %s: %s (corrupt?)", path, msg);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(kind);
+    free(complete);
+    runlog_reader_close(rd);
+    return rc;
 }

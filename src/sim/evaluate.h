@@ -101,6 +101,19 @@ void eval_print_table(const EvalResult *r, FILE *f);
 // disagreement is followed by a redo of the step and how often that redo is right.
 void eval_print_failure_profile(const EvalResult *r, FILE *f);
 
+// The file of an evaluation stopped after n_recs responses (complete = 0, no /eval rows), as
+// eval_write_hdf5 writes it.
+int eval_write_partial(const char *path, const char *model_path, const EvalConfig *cfg,
+                       const EvalRecord *recs, int n_recs, char *err, size_t errlen);
+// Reads the file of an evaluation to go on with (eval --resume) after checking that it was
+// made with cfg's settings (template, temperature, top_p, max_new_tokens, world_seed, limit,
+// train_pool, batch), config (but run.threads and run.backend) and model_fingerprint: its
+// responses into recs (cap rows) as *n rows (eval_check_records vouches for them). 0; 1 if
+// the file is complete (nothing to do); -1 with a message that starts "--resume: " and names
+// the file and what differs.
+int eval_read_partial(const char *path, const EvalConfig *cfg, EvalRecord *recs, int cap, int *n,
+                      char *err, size_t errlen);
+
 double eval_accuracy(const EvalStats *s);
 
 // Writes the result as an HDF5 run log of kind "eval" (logschema.h LOG_KIND_EVAL): /eval one

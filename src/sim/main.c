@@ -16,11 +16,13 @@
 #include "dist.h"
 #include "evaluate.h"
 #include "h5util.h"
+#include "interrupt.h"
 #include "libenv.h"
 #include "logschema.h"
 #include "model.h"
 #include "objective.h"
 #include "pretrain.h"
+#include "resume.h"
 #include "setup.h"
 #include "sweep.h"
 #include "tokenizer.h"
@@ -312,22 +314,35 @@ static int cmd_pretrain(int argc, char **argv) {
         config_free(c);
         return 2;
     }
-    if (!overwrite &&
-        check_out_path("cannot write checkpoint", out, 0, err, sizeof err) != 0 && access(out, F_OK) == 0) {
-        fprintf(stderr, "grpolab: error: %s%s\n", err, resume ? " (the pretraining into it has "
-                "finished: nothing to resume)" : "");
-        config_free(c);
-        return 2;
-    }
+    // claimed first, so that the checks below and the output's creation are one step for
+    // another pretraining into the same file
     int claimed = check_parent_dir("", out, NULL, 0) == 0;
     if (claimed && out_claim("cannot write checkpoint", out, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         config_free(c);
         return 2;
     }
-    train_note_command(argc, argv);
-    rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"),
-                      resume ? PRETRAIN_RESUME : overwrite ? PRETRAIN_OVERWRITE : PRETRAIN_NEW, NULL);
+    if (resume && access(out, F_OK) == 0) {
+        // finished (a kill between writing the model and removing the checkpoint leaves both)
+        rc = pretrain_compare_model_config(out, c, err, sizeof err) == 0 ? 0 : 2;
+        char *ckpt = path_with_suffix(out, RESUME_CKPT_SUFFIX);
+        if (rc == 0 && unlink(ckpt) == 0) fprintf(stderr, "pretrain: removed %s (the model was written)\n", ckpt);
+        free(ckpt);
+        if (rc == 0)
+            fprintf(stderr, "pretrain: --resume: %s is complete (pretrained with this config): nothing "
+                    "to do\n", out);
+        else
+            fprintf(stderr, "grpolab: error: --resume: %s exists and is not this pretraining's model: "
+                    "%s\n", out, err);
+    } else if (!overwrite && check_out_path("cannot write checkpoint", out, 0, err, sizeof err) != 0 &&
+               access(out, F_OK) == 0) {
+        fprintf(stderr, "grpolab: error: %s\n", err);
+        rc = 2;
+    } else {
+        train_note_command(argc, argv);
+        rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"),
+                          resume ? PRETRAIN_RESUME : overwrite ? PRETRAIN_OVERWRITE : PRETRAIN_NEW, NULL);
+    }
     if (claimed) out_release(out);
     config_free(c);
     return rc;
@@ -345,6 +360,7 @@ static const CliOption eval_opts[] = {
     {"show", "N", "print the first N responses of each benchmark with their verdicts"},
     {"out", "FILE", "also write the per-benchmark table and every response to this HDF5 file"},
     {"overwrite", NULL, "replace an existing --out FILE (without it, an existing FILE is an error)"},
+    {"resume", NULL, "complete the --out FILE of an evaluation that was stopped, with its settings"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
     {"set", "SECTION.KEY=VALUE", "override one key, e.g. world.max_new_tokens=200 (repeatable)"},
     {"failure-profile", "CONFIG", "also print why responses fail, by level: gap facts of the corpus "
@@ -358,9 +374,9 @@ static const CliSpec eval_spec = {
     "Run the five held-out benchmarks and print accuracy, mean length (all, correct,\n"
     "incorrect), format and truncation rates, self-check behaviour, and accuracy per level.",
     "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P]] [--limit N]\n"
-    "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite]] [--backend NAME] [--set SECTION.KEY=VALUE]...\n"
-    "       [--failure-profile CONFIG]",
-    eval_opts, 13, 0, NULL};
+    "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite | --resume]] [--backend NAME]\n"
+    "       [--set SECTION.KEY=VALUE]... [--failure-profile CONFIG]",
+    eval_opts, 14, 0, NULL};
 
 static int parse_float_opt(const char *opt, const char *s, double lo, double hi, int lo_open,
                            double *out) {
@@ -375,8 +391,33 @@ static int parse_float_opt(const char *opt, const char *s, double lo, double hi,
     return 0;
 }
 
+// ---- eval --out: the responses done are kept when a signal stops it, and every
+// EVAL_SAVE_SECONDS, in a file that eval --resume completes
+#define EVAL_SAVE_SECONDS 60.0
+typedef struct {
+    const char *out, *model_path;
+    const EvalConfig *ec;
+    double last_save;
+    int failed;  // a save failed (its message printed)
+} EvalSaver;
+
+// EvalConfig.after_batch of eval --out: saves the responses so far on a signal (and stops)
+// and every EVAL_SAVE_SECONDS.
+static int eval_after_batch(void *ctx, const EvalRecord *records, int n_records) {
+    EvalSaver *sv = ctx;
+    int stop = interrupt_pending() != 0;
+    if (!stop && wall_time() - sv->last_save < EVAL_SAVE_SECONDS) return 0;
+    char err[1024];
+    if (eval_write_partial(sv->out, sv->model_path, sv->ec, records, n_records, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s (the responses evaluated so far are not saved)\n", err);
+        sv->failed = 1;
+    }
+    sv->last_save = wall_time();
+    return stop;
+}
+
 // eval once its --out (if any) is claimed.
-static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
+static int eval_run(const CliArgs *a, const char *model_path, const char *out, int resume) {
     int rc;
     Config *c = cli_load_config(NULL, a);
     if (!c) return 2;
@@ -485,12 +526,44 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
         config_free(c);
         return 2;
     }
-    fprintf(stderr, "eval: %s, template %s, %s, budget %d tokens\n", model_path,
-            template_name(ec.template_kind), temp > 0 ? "sampling" : "greedy", ec.sampler.max_new_tokens);
     int nq = eval_num_questions(&ec), nrec = 0;
     EvalRecord *recs = xcalloc((size_t)nq, sizeof(EvalRecord));
+    char fingerprint[17];
+    resume_fingerprint(m, fingerprint);
+    char *config_text = config_to_ini(c);
+    ec.config_text = config_text;
+    ec.model_fingerprint = fingerprint;
+    rc = resume ? eval_read_partial(out, &ec, recs, nq, &ec.resume_from, err, sizeof err) : 0;
+    if (rc != 0) {
+        if (rc < 0) fprintf(stderr, "grpolab: error: %s\n", err);
+        else fprintf(stderr, "eval: --resume: %s is complete: nothing to do\n", out);
+        rc = rc < 0 ? 2 : 0;
+        goto done;
+    }
+    fprintf(stderr, "eval: %s, template %s, %s, budget %d tokens\n", model_path,
+            template_name(ec.template_kind), temp > 0 ? "sampling" : "greedy", ec.sampler.max_new_tokens);
+    if (resume)
+        fprintf(stderr, "eval: --resume: %d of %d questions done in %s; going on\n", ec.resume_from,
+                nq, out);
+    EvalSaver saver = {.out = out, .model_path = model_path, .ec = &ec, .last_save = wall_time()};
+    InterruptHandlers handlers;
+    if (out) {  // without a file a signal just ends the command, as a kill
+        ec.after_batch = eval_after_batch;
+        ec.after_batch_ctx = &saver;
+        interrupt_install(&handlers);
+    }
     EvalResult res;
     evaluate_benchmarks(m, tk, &ec, &res, recs, &nrec);
+    if (out) interrupt_restore(&handlers);
+    if (res.stopped) {
+        rc = saver.failed ? 1 : 128 + interrupt_pending();
+        if (!saver.failed) {
+            fprintf(stderr, "eval: stopped by signal %d after %d of %d questions (kept in %s)\n",
+                    interrupt_pending(), nrec, nq, out);
+            train_print_resume_hint("eval", out);
+        }
+        goto done;
+    }
     eval_print_table(&res, stdout);
     if (ec.gaps) eval_print_failure_profile(&res, stdout);
     rc = 0;
@@ -498,6 +571,8 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         rc = 1;
     }
+done:
+    free(config_text);
     free(recs);
     model_free(m);
     backend_destroy(bk);
@@ -523,12 +598,24 @@ static int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         return 2;
     }
-    if (out && !cli_flag(&eval_spec, &a, "overwrite") && access(out, F_OK) == 0) {
-        fprintf(stderr, "grpolab: error: '%s' already exists: replace it with --overwrite, or "
-                "choose another --out\n", out);
+    int resume = cli_flag(&eval_spec, &a, "resume"), overwrite = cli_flag(&eval_spec, &a, "overwrite");
+    if (resume && (!out || overwrite || cli_get(&eval_spec, &a, "failure-profile"))) {
+        // the failure profile reads the responses' text, which the file does not keep
+        fprintf(stderr, "grpolab eval: error: --resume needs --out FILE, and excludes %s\n",
+                !out ? "nothing else" : overwrite ? "--overwrite" : "--failure-profile (it reads the "
+                "responses' text, which the file does not keep: evaluate again with --overwrite)");
+        rc = 2;
+    } else if (resume && access(out, F_OK) != 0) {
+        fprintf(stderr, "grpolab: error: --resume: '%s' does not exist (start the evaluation without "
+                "--resume)\n", out);
+        rc = 2;
+    } else if (out && !overwrite && !resume && access(out, F_OK) == 0) {
+        fprintf(stderr, "grpolab: error: '%s' already exists: replace it with --overwrite, complete "
+                "a stopped evaluation with --resume, or choose another --out\n", out);
         rc = 2;
     } else {
-        rc = eval_run(&a, model_path, out);
+        train_note_command(argc, argv);
+        rc = eval_run(&a, model_path, out, resume);
     }
     if (claimed) out_release(out);
     return rc;

@@ -1,0 +1,106 @@
+// spawn_util.h: commands run as their user would, and stopped from outside (test_resume.c,
+// test_interrupt.c): the binary ($GRPOLAB_BIN, else build/grpolab) started in the
+// background, signals, exit codes, and polls of the files it writes. Header only.
+#ifndef GRPOLAB_SPAWN_UTIL_H
+#define GRPOLAB_SPAWN_UTIL_H
+
+#include <signal.h>
+#include <time.h>
+
+#include "sim/runlog.h"
+#include "test_util.h"
+
+static inline int exists(const char *p) { return access(p, F_OK) == 0; }
+
+// Starts the CLI with args (stderr to errpath), with env ("NAME=value ..." or "") in front;
+// returns its pid.
+static inline pid_t spawn_cli_env(const char *env, const char *args, const char *errpath) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char cmd[3200];
+    snprintf(cmd, sizeof cmd, "%s exec %s %s >/dev/null 2>'%s'", env, bin, args, errpath);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static inline pid_t spawn_cli(const char *args, const char *errpath) { return spawn_cli_env("", args, errpath); }
+
+static inline int wait_rc(pid_t pid) {
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static inline void sleep_s(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+// The text of file p (NUL-terminated), malloc'd.
+static inline char *read_text(const char *p) {
+    size_t n = 0;
+    char *b = tu_read_file(p, &n);
+    if (!b) fail_msg("cannot read %s", p);
+    b[n] = '\0';
+    return b;
+}
+
+// Polls until the checkpoint ckpt exists, for at most about 20 s.
+static inline void wait_for_file(const char *ckpt) {
+    for (int i = 0; i < 1000 && !exists(ckpt); i++) sleep_s(0.02);
+    if (!exists(ckpt)) fail_msg("no %s after 20 s", ckpt);
+}
+
+// Polls until the file at p holds text, for at most about 20 s.
+static inline void wait_for_text(const char *p, const char *text) {
+    for (int i = 0; i < 1000; i++) {
+        size_t n = 0;
+        char *b = tu_read_file(p, &n);
+        int found = 0;
+        if (b) {
+            b[n] = '\0';
+            found = strstr(b, text) != NULL;
+            free(b);
+        }
+        if (found) return;
+        sleep_s(0.02);
+    }
+    fail_msg("%s: no '%s' after 20 s", p, text);
+}
+
+// The preloaded library that kills a run at a chosen write (tests/preload/kill_at_write.c),
+// or NULL (the test is then skipped) where it was not built and not asked for.
+static inline const char *kill_lib(void) {
+    const char *lib = getenv("GRPOLAB_KILL_LIB");
+    if (lib && !exists(lib)) fail_msg("GRPOLAB_KILL_LIB=%s does not exist", lib);
+    if (!lib) lib = "build/tests/kill_at_write.so";
+    return exists(lib) ? lib : NULL;
+}
+
+// The environment that preloads lib into a command (before its settings, GRPOLAB_KILL_AT=n
+// ...): sanitized builds want their runtime first among the preloaded libraries, so ASan is
+// told not to check the order.
+static inline void preload_env(char *buf, size_t len, const char *lib) {
+    const char *asan = getenv("ASAN_OPTIONS");
+    snprintf(buf, len, "ASAN_OPTIONS='%s%sverify_asan_link_order=0' LD_PRELOAD='%s'", asan ? asan : "",
+             asan && asan[0] ? ":" : "", lib);
+}
+
+// The rows of a column of a log that may not be readable (yet): -1 then.
+static inline int64_t try_rows(const char *path, const char *dataset) {
+    char err[512];
+    int64_t n = -1;
+    RunLogReader *rd = runlog_reader_open(path, err, sizeof err);
+    double *x = rd ? runlog_read_column(rd, dataset, &n, err, sizeof err) : NULL;
+    if (!x) n = -1;
+    free(x);
+    if (rd) runlog_reader_close(rd);
+    return n;
+}
+
+#endif
