@@ -33,6 +33,20 @@ PKG_LIBS = $(filter-out -lgslcblas,$(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgco
 LDLIBS = $(PKG_LIBS) -lm -fopenmp
 TEST_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
+# ---- dependencies first: scripts/deps.sh runs before the probes below are believed. On a
+# fresh machine it installs what is missing (OpenMPI's mpicc among it), after make has read
+# this file with the machine as it was; the stamp it then writes is an included makefile,
+# and make starts again when one of those was remade, so the probes see what deps.sh
+# installed and the first `make test` builds and tests everything the machine can. The stamp
+# is remade when deps.sh changes; `make deps` (every entry point) still runs it each time.
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+include $(BUILD)/gen/deps.mk
+endif
+$(BUILD)/gen/deps.mk: scripts/deps.sh
+	@mkdir -p $(dir $@)
+	@scripts/deps.sh
+	@echo "# scripts/deps.sh has run; make read this file again after it" > $@
+
 # ---- probes: say what was found, degrade gracefully
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CUDA ?= $(if $(NVCC),1,0)
