@@ -67,7 +67,14 @@ repro_base() {
     else
       say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU and a GPU: docs/benchmarks.md)"
     fi
-    "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND"
+    # an interrupted pretraining goes on from its checkpoint (pretrain --resume)
+    [ -f "$BASE.ckpt.h5" ] && say "an interrupted pretraining goes on from $BASE.ckpt.h5 (delete it to start again)"
+    local rc=0
+    "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND" --resume || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: the same make target again goes on
+      say "stopping: the pretraining failed (above)"; exit 1
+    fi
   fi
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make reproduce-fig5`: Fig. 5 of Liu et al. 2025 (GRPO vs Dr. GRPO) from a fresh clone.
-#   1. pretrain the base model if it is missing (experiments/base/pretrain.ini)
+#   1. pretrain the base model if it is missing (experiments/base/pretrain.ini); an
+#      interrupted pretraining goes on from its checkpoint BASE.ckpt.h5 (`pretrain --resume`)
 #   2. train GRPO and Dr. GRPO from it (experiments/fig5/{grpo,dr_grpo}.ini), SEEDS seeds each
 #      (run.seed = 1234, 1235, ...; both objectives get the same seeds): one `grpolab sweep run`
 #      of the sweep file RUNS/fig5.sweep that this script writes (grpo.ini with the grid
