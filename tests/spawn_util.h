@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <time.h>
 
+#include <hdf5.h>
+
 #include "sim/runlog.h"
 #include "test_util.h"
 
@@ -101,6 +103,31 @@ static inline int64_t try_rows(const char *path, const char *dataset) {
     free(x);
     if (rd) runlog_reader_close(rd);
     return n;
+}
+
+// Fails unless the file at p holds exactly the bytes b (n).
+static inline void assert_bytes(const char *p, const char *b, size_t n) {
+    size_t m = 0;
+    char *now = tu_read_file(p, &m);
+    if (!now) fail_msg("%s is gone", p);
+    if (m != n || memcmp(now, b, n) != 0) fail_msg("%s changed (%zu bytes, was %zu)", p, m, n);
+    free(now);
+}
+
+// Flips a byte inside the object header of the dataset name ("train/x") of the HDF5 file at
+// path (closed): its checksum then fails, as a flush cut short can leave it.
+static inline void break_object_header(const char *path, const char *name) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    H5O_info_t oi;
+    assert_true(f >= 0 && H5Oget_info_by_name2(f, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, (long)oi.addr + 16, SEEK_SET), 0);
+    int c = fgetc(fp);
+    assert_int_equal(fseek(fp, (long)oi.addr + 16, SEEK_SET), 0);
+    fputc(c ^ 0xff, fp);
+    fclose(fp);
 }
 
 #endif

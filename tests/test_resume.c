@@ -39,15 +39,6 @@ static void copy_file(const char *from, const char *to) {
     assert_int_equal(system(cmd), 0);
 }
 
-// Fails unless the file at p holds exactly the bytes b (n).
-static void assert_bytes(const char *p, const char *b, size_t n) {
-    size_t m = 0;
-    char *now = tu_read_file(p, &m);
-    if (!now) fail_msg("%s is gone", p);
-    if (m != n || memcmp(now, b, n) != 0) fail_msg("%s changed (%zu bytes, was %zu)", p, m, n);
-    free(now);
-}
-
 // Sets the root attribute "step" of a checkpoint (an int64).
 static void set_ckpt_step(const char *path, int64_t step) {
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);

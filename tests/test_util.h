@@ -108,14 +108,17 @@ static inline char *tu_read_file(const char *p, size_t *n) {
     return b;
 }
 
-// Runs the grpolab binary ($GRPOLAB_BIN, else build/grpolab) with args; returns its exit code
-// and its stderr in out (stdout is discarded).
-static inline int tu_run_cli(const char *args, char *out, size_t cap) {
+// Runs the grpolab binary ($GRPOLAB_BIN, else build/grpolab) with args, and env ("NAME=value
+// ..." or "") in front; returns its exit code and its stderr in out (stdout is discarded).
+static inline int tu_run_cli_env(const char *env, const char *args, char *out, size_t cap) {
     const char *bin = getenv("GRPOLAB_BIN");
     if (!bin) bin = "build/grpolab";
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin, args);
+    char cmd[3072];
+    snprintf(cmd, sizeof cmd, "%s %s %s 2>&1 >/dev/null", env, bin, args);
     return tu_run_cmd(cmd, out, cap);
+}
+static inline int tu_run_cli(const char *args, char *out, size_t cap) {
+    return tu_run_cli_env("", args, out, cap);
 }
 
 // Reads data row `row` (0-based; '#' lines skipped) of a whitespace-separated data file, as a

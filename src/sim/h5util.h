@@ -23,6 +23,12 @@ typedef struct {
 // Switches HDF5's automatic error printing off; h5_loud restores what was there.
 H5Quiet h5_quiet(void);
 void h5_loud(H5Quiet q);
+// Switches it off for the rest of the process (grpolab's main): every HDF5 failure is
+// reported by its caller, with h5_msg. It also keeps HDF5's shutdown at exit quiet where a
+// file with corrupt metadata could not be closed: HDF5 then gives up after 100 tries and,
+// only while automatic printing is on, prints "HDF5: infinite loop closing library" and a
+// line of its internal modules after the command's own message.
+void h5_quiet_for_good(void);
 
 #define H5MSG_LEN 256
 // HDF5's own message for the call that just failed: the operating system's reason when HDF5

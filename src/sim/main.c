@@ -816,6 +816,7 @@ static int run_command(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     libenv_reexec(argv);
+    h5_quiet_for_good();
     dist_init(&argc, &argv);  // MPI where mpirun or srun started this process (dist.h)
     int rc = run_command(argc, argv);
     dist_finalize();

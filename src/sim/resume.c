@@ -175,8 +175,8 @@ const char *resume_log_to_read(const char *log_path, char *buf, size_t len) {
     return access(buf, F_OK) == 0 ? buf : log_path;
 }
 
-int resume_check(const Config *cfg, const char *log_path, const char *ckpt_path,
-                 ResumePoint *rp, char *err, size_t errlen) {
+static int resume_check_log(const Config *cfg, const char *log_path, const char *ckpt_path,
+                            ResumePoint *rp, char *err, size_t errlen) {
     char msg[1024], copy[4200];
     memset(rp, 0, sizeof *rp);
     struct stat st;
@@ -257,6 +257,20 @@ done:
     free(log_id);
     free(ck_text);
     return rc;
+}
+
+int resume_check(const Config *cfg, const char *log_path, const char *ckpt_path,
+                 ResumePoint *rp, char *err, size_t errlen) {
+    if (resume_check_log(cfg, log_path, ckpt_path, rp, err, errlen) == 0) return 0;
+    // a log that does not read, without the copy: torn by a kill under a grpolab that kept
+    // no copy (before 2026-12-06), it holds nothing to go on from
+    if (!rp->from_copy && (strstr(err, "HDF5") || strstr(err, "corrupt"))) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen > n ? errlen - n : 0, ". The log has no copy %s%s to go on from: "
+                 "a log torn by a kill under a grpolab older than that copy (2026-12-06) cannot be "
+                 "resumed; start the run again with --overwrite", log_path, RESUME_LOG_COPY_SUFFIX);
+    }
+    return -1;
 }
 
 int resume_load(const char *ckpt_path, Model *m, char *err, size_t errlen) {
