@@ -29,18 +29,13 @@ static const char *path_in(const char *name) {
 
 
 
-// Put in front of the commands HDF5 leaks its own blocks in (expect_cli; "" for the others):
-// in a sanitized build, LeakSanitizer leaves out exactly those (tests/lsan_hdf5.supp, which
-// needs the slow unwinder to see them) and reports any other leak with an exit code of its
-// own, 86, which no expected exit code equals.
+// Put in front of the commands HDF5 leaks its own blocks in (expect_cli; "" for the others;
+// spawn_util.h hdf5_leak_env).
 static const char *cli_env = "";
-static char hdf5_leak_env[1024];
+static char leak_env[1024];
 static void set_hdf5_leak_env(void) {
-    const char *asan = getenv("ASAN_OPTIONS");
-    snprintf(hdf5_leak_env, sizeof hdf5_leak_env, "ASAN_OPTIONS='%s%sfast_unwind_on_malloc=0:exitcode=86' "
-             "LSAN_OPTIONS='suppressions=tests/lsan_hdf5.supp:print_suppressions=0'", asan ? asan : "",
-             asan && asan[0] ? ":" : "");
-    cli_env = hdf5_leak_env;
+    hdf5_leak_env(leak_env, sizeof leak_env);
+    cli_env = leak_env;
 }
 
 // Runs the binary with args (cli_env in front) and checks the exit code and that stderr holds

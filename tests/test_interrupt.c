@@ -20,10 +20,10 @@
 static void path_of(char *buf, size_t len, const char *name) { snprintf(buf, len, "%s/%s", dir, name); }
 
 // ---------------------------------------------------------------- pretraining
-// A tiny pretraining of 150 steps on one thread, a checkpoint every 10 steps.
+// A tiny pretraining of 80 steps on one thread, a checkpoint every 10 steps.
 static void pretrain_args(char *buf, size_t len, const char *out, const char *extra) {
     snprintf(buf, len, "pretrain --set model.vocab_size=58 --set model.d_model=32 --set model.n_layers=1 "
-             "--set model.n_heads=2 --set model.n_kv_heads=1 --set model.d_ff=64 --set pretrain.steps=150 "
+             "--set model.n_heads=2 --set model.n_kv_heads=1 --set model.d_ff=64 --set pretrain.steps=80 "
              "--set pretrain.batch_size=8 --set pretrain.micro_batch=4 --set pretrain.warmup_steps=5 "
              "--set pretrain.log_every=50 --set optim.lr=3e-3 --set run.backend=cpu --set run.seed=7 "
              "--set run.threads=1 --set pretrain.checkpoint_every=10 %s --out %s", extra, out);
@@ -111,7 +111,7 @@ static void test_pretrain_signal(void **state) {
         assert_non_null(strstr(err, "--resume"));
         free(err);
         int64_t step = ckpt_step(ckpt);
-        assert_true(step > 0 && step < 150);
+        assert_true(step > 0 && step < 80);
         assert_false(exists(out));
         pretrain_go_on(out);
         assert_same_model(out);
@@ -123,7 +123,7 @@ static void test_pretrain_signal(void **state) {
 // each pretraining then goes on to the uninterrupted model.
 static void test_pretrain_kills(void **state) {
     pretrain_reference();
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 3; k++) {
         char out[160], ckpt[200], errp[200], args[2048];
         out_paths("pt_kill%d.h5", k, out, ckpt);
         path_of(errp, sizeof errp, "pt_kill.err");
@@ -170,8 +170,8 @@ static void test_pretrain_kills_at_writes(void **state) {
     char *count = read_text(countp);
     long total = atol(count);
     free(count);
-    assert_true(total >= 15);  // 14 checkpoints and the model, each at least one write
-    const long tries = 10;
+    assert_true(total >= 8);  // 7 checkpoints and the model, each at least one write
+    const long tries = 6;
     for (long i = 0; i < tries; i++) {
         long n = 1 + (2 * i + 1) * total / (2 * tries);
         char ckpt[200];
@@ -209,12 +209,12 @@ static void test_pretrain_refusals(void **state) {
     }
     size_t n0 = 0;
     char *before = tu_read_file(ckpt, &n0);
-    pretrain_args(args, sizeof args, out, "--resume --set pretrain.steps=151 --set corpus.weight_level2=0");
+    pretrain_args(args, sizeof args, out, "--resume --set pretrain.steps=81 --set corpus.weight_level2=0");
     rc = tu_run_cli(args, msg, sizeof msg);
     printf("  other config -> exit %d: %s", rc, msg);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(msg, "2 keys differ"));
-    assert_non_null(strstr(msg, "pretrain.steps = 150 vs 151"));
+    assert_non_null(strstr(msg, "pretrain.steps = 80 vs 81"));
     assert_non_null(strstr(msg, "corpus.weight_level2 = 1 vs 0"));
     pretrain_args(args, sizeof args, out, "--set run.threads=2");  // neither --resume nor --overwrite
     rc = tu_run_cli(args, msg, sizeof msg);
@@ -233,7 +233,7 @@ static void test_pretrain_refusals(void **state) {
     pretrain_args(args, sizeof args, out, "--resume");
     assert_int_equal(tu_run_cli(args, msg, sizeof msg), 0);
     assert_non_null(strstr(msg, "nothing to do"));
-    pretrain_args(args, sizeof args, out, "--resume --set pretrain.steps=151");
+    pretrain_args(args, sizeof args, out, "--resume --set pretrain.steps=81");
     assert_int_equal(tu_run_cli(args, msg, sizeof msg), 2);
 }
 
@@ -308,12 +308,12 @@ static void save_eval_model(void) {
     backend_destroy(bk);
 }
 
-// Every question of the five benchmarks and 8 of the training pool on the tiny policy, in
-// batches of 4 (a signal stops it at the end of a batch).
+// 100 questions of each of the five benchmarks and 8 of the training pool on the tiny policy,
+// in batches of 4 (a signal stops it at the end of a batch).
 static void eval_args(char *buf, size_t len, const char *out, const char *extra) {
     save_eval_model();
     snprintf(buf, len, "eval --model %s --backend cpu --set run.threads=1 --set eval.batch=4 --set "
-             "world.max_new_tokens=24 --train-pool 8 %s --out %s", eval_model, extra, out);
+             "world.max_new_tokens=24 --limit 100 --train-pool 8 %s --out %s", eval_model, extra, out);
 }
 
 // Runs grpolab with args; its stdout (the table) into out; the exit code.
@@ -405,7 +405,7 @@ static void test_eval_signal_and_resume(void **state) {
         eval_args(args, sizeof args, out, "--resume --limit 5");
         assert_int_equal(tu_run_cli(args, msg, sizeof msg), 2);
         printf("  --limit 5: %s", msg);
-        assert_non_null(strstr(msg, "limit = 0 vs 5"));
+        assert_non_null(strstr(msg, "limit = 100 vs 5"));
         eval_args(args, sizeof args, out, "--resume --set world.reward_rule=false_step_fails");
         assert_int_equal(tu_run_cli(args, msg, sizeof msg), 2);
         assert_non_null(strstr(msg, "world.reward_rule"));
@@ -424,7 +424,7 @@ static void test_eval_signal_and_resume(void **state) {
 }
 
 // ---------------------------------------------------------------- train's periodic eval
-// A train run whose evaluations take most of its time (every question of the benchmarks),
+// A train run whose evaluations take most of its time (100 questions of each benchmark),
 // stopped by SIGTERM once step 1 is logged, in the evaluation at step 2: it stops there,
 // checkpoints, and --resume runs the evaluation again, to the uninterrupted run's log.
 static void train_eval_args(char *buf, size_t len, const char *out, const char *extra) {
@@ -432,7 +432,7 @@ static void train_eval_args(char *buf, size_t len, const char *out, const char *
              "--set run.threads=1 --set train.prompts_per_step=2 --set train.group_size=4 "
              "--set train.minibatch_size=4 --set world.max_new_tokens=24 --set optim.lr=3e-3 "
              "--set train.steps=4 --set train.eval_every=2 --set train.checkpoint_every=1 "
-             "--set eval.limit=0 --set eval.batch=4 %s --out %s", model_path, extra, out);
+             "--set eval.limit=100 --set eval.batch=4 %s --out %s", model_path, extra, out);
 }
 
 static void test_train_eval_stopped(void **state) {
@@ -489,7 +489,9 @@ static void test_torn_log_without_copy(void **state) {
     size_t n0 = 0;
     char *before = tu_read_file(out, &n0);
     train_eval_args(args, sizeof args, out, "--set train.steps=30 --set train.eval_every=0 --resume");
-    rc = tu_run_cli(args, msg, sizeof msg);
+    char env[1024];
+    hdf5_leak_env(env, sizeof env);  // HDF5 loses the cache entry of the header it cannot read
+    rc = tu_run_cli_env(env, args, msg, sizeof msg);
     printf("  --resume -> exit %d: %s", rc, msg);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(msg, out));
