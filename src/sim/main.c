@@ -601,9 +601,11 @@ static int cmd_eval(int argc, char **argv) {
     int resume = cli_flag(&eval_spec, &a, "resume"), overwrite = cli_flag(&eval_spec, &a, "overwrite");
     if (resume && (!out || overwrite || cli_get(&eval_spec, &a, "failure-profile"))) {
         // the failure profile reads the responses' text, which the file does not keep
-        fprintf(stderr, "grpolab eval: error: --resume needs --out FILE, and excludes %s\n",
-                !out ? "nothing else" : overwrite ? "--overwrite" : "--failure-profile (it reads the "
-                "responses' text, which the file does not keep: evaluate again with --overwrite)");
+        fprintf(stderr, "grpolab eval: error: %s\n",
+                !out ? "--resume needs --out FILE (the file of the evaluation to complete)"
+                : overwrite ? "--resume and --overwrite exclude each other"
+                            : "--resume excludes --failure-profile (it reads the responses' text, "
+                              "which the file does not keep: evaluate again with --overwrite)");
         rc = 2;
     } else if (resume && access(out, F_OK) != 0) {
         fprintf(stderr, "grpolab: error: --resume: '%s' does not exist (start the evaluation without "
