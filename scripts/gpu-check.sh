@@ -83,7 +83,7 @@ echo "== short GPU pretraining (experiments/base/pretrain.ini, 200 steps)"
 t0=$(date +%s)
 out=$(timeout 120 $B pretrain --config experiments/base/pretrain.ini --backend cuda \
       --set pretrain.steps=200 --set pretrain.warmup_steps=20 --set pretrain.log_every=50 \
-      --out build/gpu-check-base.h5 2>&1); rc=$?
+      --out build/gpu-check-base.h5 --overwrite 2>&1); rc=$?
 echo "$out"
 last=$(echo "$out" | grep 'pretrain step' | tail -1)
 row "GPU pretraining, 200 steps" "$([ $rc = 0 ] && echo ok || echo FAIL)" \
