@@ -4,6 +4,25 @@
 // per-response grad log pi; bad configs give exit code 2 with the key named.
 // The fixture (train_fixture.h) makes the groups hold both rewards.
 #include "train_fixture.h"
+#include "sim/logschema.h"
+
+// The parameters, AdamW moments and step count of two checkpoints are equal, bit for bit.
+static void assert_same_checkpoints(const char *ck_a, const char *ck_b) {
+    char err[512];
+    ModelConfig mc = tiny_model_config();
+    Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
+    Model *a = model_create(bk, &mc), *b = model_create(bk, &mc);
+    assert_int_equal(checkpoint_load(ck_a, a, 1, err, sizeof err), 0);
+    assert_int_equal(checkpoint_load(ck_b, b, 1, err, sizeof err), 0);
+    size_t np = model_num_params(a);
+    assert_int_equal(model_adam_step(b), model_adam_step(a));
+    assert_memory_equal(model_params(a), model_params(b), np * sizeof(float));
+    assert_memory_equal(model_adam_m(a), model_adam_m(b), np * sizeof(float));
+    assert_memory_equal(model_adam_v(a), model_adam_v(b), np * sizeof(float));
+    model_free(a);
+    model_free(b);
+    backend_destroy(bk);
+}
 
 static void test_same_seed_same_log(void **state) {
     const char *extra[] = {"train.steps=3", "train.eval_every=2"};
@@ -63,21 +82,15 @@ static void test_resume_equals_uninterrupted(void **state) {
     // and the same parameters and optimizer state
     snprintf(ck_full, sizeof ck_full, "%s.ckpt.h5", full);
     snprintf(ck_part, sizeof ck_part, "%s.ckpt.h5", part);
+    assert_same_checkpoints(ck_full, ck_part);
     ModelConfig mc = tiny_model_config();
     Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
-    Model *a = model_create(bk, &mc), *b = model_create(bk, &mc), *init = model_create(bk, &mc);
+    Model *a = model_create(bk, &mc), *init = model_create(bk, &mc);
     assert_int_equal(checkpoint_load(ck_full, a, 1, err, sizeof err), 0);
-    assert_int_equal(checkpoint_load(ck_part, b, 1, err, sizeof err), 0);
     assert_int_equal(checkpoint_load(model_path, init, 0, err, sizeof err), 0);
-    size_t np = model_num_params(a);
     assert_int_equal(model_adam_step(a), 4 * 8 / 4);
-    assert_int_equal(model_adam_step(b), model_adam_step(a));
-    assert_memory_equal(model_params(a), model_params(b), np * sizeof(float));
-    assert_memory_equal(model_adam_m(a), model_adam_m(b), np * sizeof(float));
-    assert_memory_equal(model_adam_v(a), model_adam_v(b), np * sizeof(float));
-    assert_memory_not_equal(model_params(a), model_params(init), np * sizeof(float));
+    assert_memory_not_equal(model_params(a), model_params(init), model_num_params(a) * sizeof(float));
     model_free(a);
-    model_free(b);
     model_free(init);
     backend_destroy(bk);
     config_free(c4);
@@ -631,14 +644,20 @@ static void test_token_weight_mask(void **state) {
 }
 
 // diagnostics.compare: the training is the same as without it (every column of /train but
-// the wall times, /responses, /tokens); /compare has a row per step and compared objective,
-// and the trained objective's row repeats /train/bias_cosine (same gradient on the same
-// minibatch); `grpolab plot objectives` draws it; an unknown preset is an error.
+// the wall times, /responses, /tokens, and the last checkpoint's parameters and AdamW state,
+// bit for bit), with two extra passes (the second runs an epoch on the model and undoes it);
+// /compare has a row per step, point and compared objective; at rho = 1 every gate is 1, no
+// token is clipped and the ratio-level variants give their token-level twin's gradient
+// (gspo, gmpo, sapo: grpo's; cispo: dapo's); off it the policy has moved and gspo's clip
+// departs from grpo's; the trained objective's row repeats /train/bias_cosine; `grpolab plot
+// objectives` draws it; an unknown preset is an error.
 static void test_compare_diagnostics(void **state) {
-    const char *extra_on[] = {"train.steps=3", "train.micro_batch=3",
-                              "diagnostics.compare=dr_grpo,grpo,dapo,gspo,gmpo,cispo,remax"};
-    const char *extra_off[] = {"train.steps=3", "train.micro_batch=3"};
-    Config *on = base_config(extra_on, 3), *off = base_config(extra_off, 2);
+    const char *extra_on[] = {"train.steps=3", "train.micro_batch=3", "train.bias_diagnostic=true", "optim.lr=3e-4",
+                              "diagnostics.compare=dr_grpo,grpo,dapo,gspo,gmpo,cispo,sapo,remax",
+                              "diagnostics.compare_extra_epochs=2"};
+    const char *extra_off[] = {"train.steps=3", "train.micro_batch=3", "train.bias_diagnostic=true",
+                               "optim.lr=3e-4"};
+    Config *on = base_config(extra_on, 6), *off = base_config(extra_off, 4);
     char a[160], b[160], err[512];
     snprintf(a, sizeof a, "%s/compare_on.h5", dir);
     snprintf(b, sizeof b, "%s/compare_off.h5", dir);
@@ -647,28 +666,57 @@ static void test_compare_diagnostics(void **state) {
     assert_same_table(a, b, "train", TRAIN_DET, sizeof TRAIN_DET / sizeof *TRAIN_DET);
     assert_same_table(a, b, "responses", RESPONSE_COLS, sizeof RESPONSE_COLS / sizeof *RESPONSE_COLS);
     assert_same_table(a, b, "tokens", TOKEN_COLS, sizeof TOKEN_COLS / sizeof *TOKEN_COLS);
+    char ck_a[200], ck_b[200];  // the parameters the run ends with
+    snprintf(ck_a, sizeof ck_a, "%s.ckpt.h5", a);
+    snprintf(ck_b, sizeof ck_b, "%s.ckpt.h5", b);
+    assert_same_checkpoints(ck_a, ck_b);
+    enum { NO = 8, NP = 4, GRPO = 1, DAPO = 2, GSPO = 3, GMPO = 4, CISPO = 5, SAPO = 6 };
     int64_t n, nb, nt;
-    double *step = col(a, "compare/step", &n), *obj = col(a, "compare/objective", &n);
-    double *cs = col(a, "compare/bias_cosine", &n), *gn = col(a, "compare/grad_norm", &n);
-    double *tc = col(a, "train/bias_cosine", &nt), *bins = col(a, "compare_bins/bin", &nb);
-    assert_int_equal(n, 3 * 7);
-    assert_int_equal(nb, 3 * 7 * 8);
-    int with_value = 0;
+    double *step = col(a, "compare/step", &n), *point = col(a, "compare/point", &n);
+    double *obj = col(a, "compare/objective", &n), *cs = col(a, "compare/bias_cosine", &n);
+    double *gn = col(a, "compare/grad_norm", &n), *gate = col(a, "compare/gate_mean", &n);
+    double *lo = col(a, "compare/clip_frac_low", &n), *hi = col(a, "compare/clip_frac_high", &n);
+    double *alr = col(a, "compare/abs_log_ratio", &n);
+    double *tc = col(a, "train/bias_cosine", &nt), *bins = col(a, "compare_bins/point", &nb);
+    assert_int_equal(n, 3 * NP * NO);
+    assert_int_equal(nb, 3 * NP * NO * 8);
+    int with_value = 0, gspo_apart = 0, moved = 0;
     for (int64_t r = 0; r < n; r++) {
-        assert_int_equal((int)step[r], (int)(r / 7));
-        assert_int_equal((int)obj[r], (int)(r % 7));
-        if ((int)obj[r] == 1) {  // grpo, the trained objective
-            double x = cs[r], y = tc[(int)step[r]];
-            assert_true((isnan(x) && isnan(y)) || fabs(x - y) <= 1e-6);
-        }
+        int p = (int)point[r], j = (int)obj[r];
+        assert_int_equal((int)step[r], (int)(r / (NP * NO)));
+        assert_int_equal(p, (int)(r / NO % NP));
+        assert_int_equal(j, (int)(r % NO));
+        assert_int_equal((int)bins[r * 8], p);
         with_value += isfinite(cs[r]) && gn[r] > 0;
+        if (p == COMPARE_POINT_RHO1) {
+            if (j == GRPO) {  // the trained objective: the gradient of /train/bias_cosine
+                double x = cs[r], y = tc[(int)step[r]];
+                assert_true((isnan(x) && isnan(y)) || fabs(x - y) <= 1e-6);
+            }
+            assert_true(alr[r] == 0.0 && lo[r] == 0.0 && hi[r] == 0.0);
+            if (isfinite(gate[r])) assert_true(fabs(gate[r] - 1.0) < 1e-6);
+            int twin = j == GSPO || j == GMPO || j == SAPO ? GRPO : j == CISPO ? DAPO : -1;
+            if (twin >= 0) {
+                int64_t q = r - j + twin;
+                assert_true(fabs(cs[r] - cs[q]) <= 1e-6 && fabs(gn[r] - gn[q]) <= 1e-6 * gn[q]);
+            }
+            continue;
+        }
+        // the policy has moved: the points after rho = 1 (the update has two minibatches)
+        assert_true(isfinite(alr[r]) && alr[r] >= 0);
+        moved += alr[r] > 0;
+        if (j == GSPO) gspo_apart += hi[r] + lo[r] > 0 && fabs(gate[r] - gate[r - GSPO + GRPO]) > 1e-3;
     }
-    assert_true(with_value >= 6);
+    printf("  %d rows with a gradient, %d off-policy rows, gspo apart from grpo in %d of %d\n",
+           with_value, moved, gspo_apart, 3 * (NP - 1));
+    assert_true(with_value >= 3 * NP * (NO - 1));
+    assert_true(moved >= 2 * NO * (NP - 1));  // of 3 steps' off-policy rows
+    assert_true(gspo_apart > 0);
     RunLogReader *rd = runlog_reader_open(a, err, sizeof err);
     if (!rd) fail_msg("%s", err);
     char *names = runlog_read_attr_str(rd, "diagnostics.compare", err, sizeof err);
     assert_non_null(names);
-    assert_string_equal(names, "dr_grpo,grpo,dapo,gspo,gmpo,cispo,remax");
+    assert_string_equal(names, "dr_grpo,grpo,dapo,gspo,gmpo,cispo,sapo,remax");
     free(names);
     runlog_reader_close(rd);
     rd = runlog_reader_open(b, err, sizeof err);
@@ -677,14 +725,15 @@ static void test_compare_diagnostics(void **state) {
     char args[512], out[4096], dat[256];
     snprintf(args, sizeof args, "plot objectives %s -o %s/objectives --format png", a, dir);
     if (tu_run_cli(args, out, sizeof out) != 0) fail_msg("%s: %s", args, out);
-    snprintf(dat, sizeof dat, "%s/objectives_data/compare_gspo.dat", dir);
+    snprintf(dat, sizeof dat, "%s/objectives_data/compare_gspo_p3.dat", dir);
     FILE *f = fopen(dat, "r");
     assert_non_null(f);
     fclose(f);
     snprintf(args, sizeof args, "plot objectives %s -o %s/none --format png", b, dir);
     assert_int_equal(tu_run_cli(args, out, sizeof out), 1);  // no /compare: an error, no empty figure
     assert_non_null(strstr(out, "diagnostics.compare"));
-    free(step), free(obj), free(cs), free(gn), free(tc), free(bins);
+    free(step), free(point), free(obj), free(cs), free(gn), free(gate), free(lo), free(hi);
+    free(alr), free(tc), free(bins);
     config_free(on);
     config_free(off);
     // an unknown preset names the key and the value

@@ -170,9 +170,13 @@ const CfgKey CONFIG_SCHEMA[] = {
     // [diagnostics]: counterfactual diagnostics of `grpolab train` (compare.h)
     {"diagnostics", "compare", CFG_STRING, "", NO_RANGE, NULL,
      "objective presets (comma-separated) whose token weights and gradient every step also "
-     "computes on its first minibatch, same responses and parameters: their cosine with the "
-     "unbiased policy gradient, norm and sum |w| per length bin (/compare, /compare_bins); "
-     "empty = none"},
+     "computes on the same responses and parameters, at rho = 1 (first minibatch), on the last "
+     "minibatch and at the extra passes: their cosine with the unbiased policy gradient, norm, "
+     "clip shares, gate and sum |w| per length bin (/compare, /compare_bins); empty = none"},
+    {"diagnostics", "compare_extra_epochs", CFG_INT, "1", 0, 64, NULL,
+     "extra passes of diagnostics.compare over the first minibatch's responses after the update: "
+     "pass k at the parameters after k - 1 more epochs of the trained objective, run on the "
+     "model and undone (the run is unchanged)"},
     {"diagnostics", "length_bins", CFG_INT, "8", 1, 1024, NULL,
      "response-length bins of /compare_bins (equal widths up to world.max_new_tokens)"},
     // [train]: `grpolab train`, RL on the task world (train.h; objective in [objective])

@@ -131,33 +131,52 @@ const TableSpec LOG_EVAL_RESPONSES = {"responses", "one row per response", EVAL_
 
 static const TableColumn COMPARE_COLS[] = {
     COL(CompareRow, step, "", "RL step"),
+    COL(CompareRow, point, "", "where the objectives are evaluated: 0 = rho=1 (the first minibatch, parameters before "
+                               "the update), 1 = last minibatch (the update's last, parameters before its optimizer "
+                               "step), 1 + k = extra pass k (the first minibatch's responses, parameters after the "
+                               "update and k - 1 more epochs on a copy)"),
     COL(CompareRow, objective, "", "index into the root attribute diagnostics.compare (the presets compared)"),
-    COL(CompareRow, bias_cosine, "", "cosine of the objective's gradient on the step's first minibatch with the "
-                                     "unbiased policy gradient (same responses, same parameters)"),
+    COL(CompareRow, bias_cosine, "", "cosine of the objective's gradient on the point's minibatch with the unbiased "
+                                     "policy gradient (same responses, same parameters; NaN: not computed)"),
     COL(CompareRow, grad_norm, "", "L2 norm of that gradient"),
     COL(CompareRow, sum_abs_weight_correct, "", "sum of |w| over the tokens of the minibatch's responses with reward > 0"),
     COL(CompareRow, sum_abs_weight_incorrect, "", "sum of |w| over the tokens of its responses with reward 0"),
     COL(CompareRow, weighted_length_correct, "tokens", "mean length of the correct responses weighted by their "
                                                        "sum of |w| (NaN if all 0)"),
     COL(CompareRow, weighted_length_incorrect, "tokens", "the same for the incorrect responses"),
+    COL(CompareRow, clip_frac_low, "fraction", "share of the minibatch's policy tokens whose ratio the objective holds "
+                                               "at its lower bound (as /train/clip_frac_low)"),
+    COL(CompareRow, clip_frac_high, "fraction", "share held at the upper bound"),
+    COL(CompareRow, gate_mean, "", "mean of w / (c_i A_i) over the policy tokens of responses with A_i != 0: what the "
+                                   "objective passes of the advantage (1 at rho = 1; 0 where a clip stops the token)"),
+    COL(CompareRow, abs_log_ratio, "nats", "mean |log pi_theta - log pi_old| over the minibatch's policy tokens "
+                                           "(how far off-policy the point is; the same for every objective)"),
 };
-const TableSpec LOG_COMPARE = {"compare", "one row per (step, compared objective); only with diagnostics.compare",
-                               COMPARE_COLS, N_OF(COMPARE_COLS), ROW_STRUCT, sizeof(CompareRow), 1024, 0};
+const TableSpec LOG_COMPARE = {"compare", "one row per (step, point, compared objective); only with "
+                               "diagnostics.compare", COMPARE_COLS, N_OF(COMPARE_COLS), ROW_STRUCT,
+                               sizeof(CompareRow), 1024, 0};
 
 static const TableColumn COMPARE_BIN_COLS[] = {
     COL(CompareBinRow, step, "", "RL step"),
+    COL(CompareBinRow, point, "", "as /compare/point"),
     COL(CompareBinRow, objective, "", "index into diagnostics.compare"),
     COL(CompareBinRow, bin, "", "response-length bin 0 .. diagnostics.length_bins - 1"),
     COL(CompareBinRow, length_lo, "tokens", "shortest length in the bin"),
     COL(CompareBinRow, length_hi, "tokens", "longest length in the bin"),
-    COL(CompareBinRow, n_correct, "responses", "responses of the first minibatch in the bin with reward > 0"),
+    COL(CompareBinRow, n_correct, "responses", "responses of the point's minibatch in the bin with reward > 0"),
     COL(CompareBinRow, n_incorrect, "responses", "those with reward 0"),
     COL(CompareBinRow, sum_abs_weight_correct, "", "sum of |w| over the bin's correct responses' tokens"),
     COL(CompareBinRow, sum_abs_weight_incorrect, "", "sum of |w| over the bin's incorrect responses' tokens"),
 };
-const TableSpec LOG_COMPARE_BINS = {"compare_bins", "one row per (step, compared objective, length bin); only "
-                                    "with diagnostics.compare", COMPARE_BIN_COLS, N_OF(COMPARE_BIN_COLS),
+const TableSpec LOG_COMPARE_BINS = {"compare_bins", "one row per (step, point, compared objective, length bin); "
+                                    "only with diagnostics.compare", COMPARE_BIN_COLS, N_OF(COMPARE_BIN_COLS),
                                     ROW_STRUCT, sizeof(CompareBinRow), 4096, 0};
+
+void compare_point_label(int point, char *buf, size_t len) {
+    if (point == COMPARE_POINT_RHO1) snprintf(buf, len, "rho=1");
+    else if (point == COMPARE_POINT_LAST) snprintf(buf, len, "last minibatch");
+    else snprintf(buf, len, "extra pass %d", point - COMPARE_POINT_EXTRA + 1);
+}
 
 // ---------------------------------------------------------------- the logs
 static const TableSpec *const TRAIN_TABLES[] = {&LOG_TRAIN, &LOG_QUESTIONS, &LOG_RESPONSES, &LOG_TOKENS,

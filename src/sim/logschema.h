@@ -53,17 +53,29 @@ typedef struct {  // /eval of a train log, one row per (evaluation, benchmark)
 } TrainEvalRow;
 
 // The counterfactual diagnostics of diagnostics.compare (compare.h): only in the logs of runs
-// that set it.
-typedef struct {  // /compare, one row per (step, compared objective)
-    int32_t step, objective;
+// that set it. Each step evaluates the compared objectives at several points (the column
+// `point`): COMPARE_POINT_RHO1, the first minibatch with the parameters before the update
+// (every ratio 1); COMPARE_POINT_LAST, the update's last minibatch with the parameters before
+// its optimizer step; COMPARE_POINT_EXTRA + k - 1, extra pass k = 1..diagnostics.
+// compare_extra_epochs, the first minibatch's responses with the parameters after the update
+// and k - 1 more epochs of the trained objective on a copy (compare.h).
+enum { COMPARE_POINT_RHO1 = 0, COMPARE_POINT_LAST = 1, COMPARE_POINT_EXTRA = 2 };
+
+typedef struct {  // /compare, one row per (step, point, compared objective)
+    int32_t step, point, objective;
     double bias_cosine, grad_norm, sum_abs_weight_correct, sum_abs_weight_incorrect;
     double weighted_length_correct, weighted_length_incorrect;
+    double clip_frac_low, clip_frac_high, gate_mean, abs_log_ratio;
 } CompareRow;
 
-typedef struct {  // /compare_bins, one row per (step, compared objective, length bin)
-    int32_t step, objective, bin, length_lo, length_hi, n_correct, n_incorrect;
+typedef struct {  // /compare_bins, one row per (step, point, compared objective, length bin)
+    int32_t step, point, objective, bin, length_lo, length_hi, n_correct, n_incorrect;
     double sum_abs_weight_correct, sum_abs_weight_incorrect;
 } CompareBinRow;
+
+// The name of a point (COMPARE_POINT_*) for figures and tables: "rho=1", "last minibatch",
+// "extra pass k".
+void compare_point_label(int point, char *buf, size_t len);
 
 extern const TableSpec LOG_TRAIN, LOG_QUESTIONS, LOG_RESPONSES, LOG_TOKENS, LOG_TRAIN_EVAL;
 extern const TableSpec LOG_COMPARE, LOG_COMPARE_BINS;

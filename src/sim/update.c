@@ -303,7 +303,7 @@ static void token_weight_outputs_download(UpdateWorkspace *ws, int n, int T, int
 static void rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *oc,
                          const Rollout *r, const int *idx, int n, int M, double sum_len,
                          int fill_old, float *weights, MinibatchStats *s) {
-    int T = minibatch_forward(ws, m, r, idx, n, fill_old, 1);
+    int T = minibatch_forward(ws, m, r, idx, n, 1, 1);
     if (fill_old) logp_to(ws, r, idx, n, T, r->logp_old);
     int with_kl = oc->beta != 0.0f;
     token_weight_inputs_upload(ws, r, idx, n, T);
@@ -324,6 +324,11 @@ static void rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *
             if (with_kl) s->kl_sum += ws->kl[p];
             s->entropy_sum += ws->entropy[p];
             s->tokens++;
+            s->abs_log_ratio_sum += fabs((double)ws->logp[p] - ws->old_h[p]);
+            if (ws->adv_h[k] != 0.0f && ws->coef[k] != 0.0f) {
+                s->gate_sum += (double)ws->w[p] / ((double)ws->coef[k] * ws->adv_h[k]);
+                s->gate_tokens++;
+            }
         }
         s->clipped_low += ws->clip_low[k];
         s->clipped_high += ws->clip_high[k];
@@ -383,12 +388,13 @@ static double lengths_sum(const Rollout *r, const int *idx, int n) {
 
 // The statistics of a minibatch summed over the ranks.
 static void stats_sum(MinibatchStats *s) {
-    double x[6] = {s->loss, s->kl_sum, s->entropy_sum, (double)s->tokens, (double)s->clipped_low,
-                   (double)s->clipped_high};
-    dist_sum_double(x, 6);
+    double x[9] = {s->loss, s->kl_sum, s->entropy_sum, (double)s->tokens, (double)s->clipped_low,
+                   (double)s->clipped_high, s->gate_sum, s->abs_log_ratio_sum, (double)s->gate_tokens};
+    dist_sum_double(x, 9);
     *s = (MinibatchStats){.loss = x[0], .kl_sum = x[1], .entropy_sum = x[2],
                           .tokens = (long long)x[3], .clipped_low = (long long)x[4],
-                          .clipped_high = (long long)x[5]};
+                          .clipped_high = (long long)x[5], .gate_sum = x[6],
+                          .abs_log_ratio_sum = x[7], .gate_tokens = (long long)x[8]};
 }
 
 // The gradient of pass p (rows[p mb ..], passes in all) of a minibatch of M responses whose
@@ -414,6 +420,9 @@ static void stats_add(MinibatchStats *s, const MinibatchStats *x) {
     s->tokens += x->tokens;
     s->clipped_low += x->clipped_low;
     s->clipped_high += x->clipped_high;
+    s->gate_sum += x->gate_sum;
+    s->abs_log_ratio_sum += x->abs_log_ratio_sum;
+    s->gate_tokens += x->gate_tokens;
 }
 
 // update_minibatch_gradient of this rank's rows idx[0..n) of a minibatch of M responses
@@ -484,50 +493,80 @@ static void shuffle(int *x, int n, uint64_t seed, int step, int epoch) {
     }
 }
 
+// Epoch `epoch` of update_epochs over the kept responses: its shuffle into order, one AdamW
+// step per minibatch, the sums into *out. The first epoch (0) fills the old log-probs and
+// writes the token weights (weights, if not NULL); compare (or NULL) is run where plan says
+// on the real epochs' first and last minibatches (last_epoch: this is the last of them).
+static void update_epoch(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
+                         const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
+                         const int *kept, int n_kept, int *order, int epoch, int last_epoch,
+                         float *weights, const float *unbiased, Compare *compare,
+                         UpdateStats *out) {
+    const int M = plan->minibatch;
+    memcpy(order, kept, (size_t)n_kept * sizeof(int));
+    shuffle(order, n_kept, plan->seed, plan->step, epoch);
+    // pi_old of the first minibatch comes from its own forward passes, which run on pi_old's
+    // parameters (as TRL with one iteration), unless the diagnostics compare objectives on
+    // it first
+    int first_fills = epoch == 0 && !compare;
+    // each rank runs its own rows of a minibatch (dataparallel.h)
+    if (epoch == 0)
+        for (int k0 = 0; k0 < n_kept; k0 += M) {
+            int nl = dp_select(order + k0, n_kept - k0 < M ? n_kept - k0 : M, r->n, ws->mine);
+            old_logp(ws, m, ref, r, ws->mine, nl, plan->micro, !(first_fills && k0 == 0));
+        }
+    for (int k0 = 0; k0 < n_kept; k0 += M) {
+        int n = n_kept - k0 < M ? n_kept - k0 : M;
+        int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
+        if (compare && epoch == 0 && k0 == 0)  // same responses, parameters before the update
+            compare_point(compare, COMPARE_POINT_RHO1, ws, m, r, order + k0, n, plan->micro, unbiased);
+        else if (compare && last_epoch && k0 + M >= n_kept)  // the policy has moved: rho != 1
+            compare_point(compare, COMPARE_POINT_LAST, ws, m, r, order + k0, n, plan->micro, unbiased);
+        double sum_len = lengths_sum(r, order + k0, n);  // of the whole minibatch
+        int nl = dp_select(order + k0, n, r->n, ws->mine);
+        MinibatchStats st;
+        model_zero_grad(m);
+        double cs = minibatch_gradient(ws, m, oc, r, ws->mine, nl, n, sum_len, plan->micro,
+                                       first_fills && k0 == 0, epoch == 0 ? weights : NULL,
+                                       diag ? unbiased : NULL, &st);
+        if (diag) out->cosine = cs;
+        out->gnorm_sum += model_adamw_step(m, opt);
+        out->loss_sum += st.loss;
+        out->kl_sum += st.kl_sum;
+        out->tokens += st.tokens;
+        out->clipped_low += st.clipped_low;
+        out->clipped_high += st.clipped_high;
+        if (epoch == 0) {
+            out->entropy_sum += st.entropy_sum;
+            out->entropy_tokens += st.tokens;
+        }
+        out->n_updates++;
+    }
+}
+
 void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
                    const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
                    const int *kept, int n_kept, int *order, float *weights,
                    const float *unbiased, UpdateStats *out) {
-    const int M = plan->minibatch;
     memset(out, 0, sizeof *out);
     out->cosine = NAN;
-    for (int epoch = 0; epoch < plan->epochs && n_kept > 0; epoch++) {
-        memcpy(order, kept, (size_t)n_kept * sizeof(int));
-        shuffle(order, n_kept, plan->seed, plan->step, epoch);
-        // pi_old of the first minibatch comes from its own forward passes, which run on pi_old's
-        // parameters (as TRL with one iteration), unless the diagnostics compare objectives on
-        // it first
-        int first_fills = epoch == 0 && !plan->compare;
-        // each rank runs its own rows of a minibatch (dataparallel.h)
-        if (epoch == 0)
-            for (int k0 = 0; k0 < n_kept; k0 += M) {
-                int nl = dp_select(order + k0, n_kept - k0 < M ? n_kept - k0 : M, r->n, ws->mine);
-                old_logp(ws, m, ref, r, ws->mine, nl, plan->micro, !(first_fills && k0 == 0));
-            }
-        for (int k0 = 0; k0 < n_kept; k0 += M) {
-            int n = n_kept - k0 < M ? n_kept - k0 : M;
-            int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
-            if (plan->compare && epoch == 0 && k0 == 0)  // same responses, parameters before the update
-                compare_minibatch(plan->compare, ws, m, r, order + k0, n, plan->micro, unbiased);
-            double sum_len = lengths_sum(r, order + k0, n);  // of the whole minibatch
-            int nl = dp_select(order + k0, n, r->n, ws->mine);
-            MinibatchStats st;
-            model_zero_grad(m);
-            double cs = minibatch_gradient(ws, m, oc, r, ws->mine, nl, n, sum_len, plan->micro,
-                                           first_fills && k0 == 0, epoch == 0 ? weights : NULL,
-                                           diag ? unbiased : NULL, &st);
-            if (diag) out->cosine = cs;
-            out->gnorm_sum += model_adamw_step(m, opt);
-            out->loss_sum += st.loss;
-            out->kl_sum += st.kl_sum;
-            out->tokens += st.tokens;
-            out->clipped_low += st.clipped_low;
-            out->clipped_high += st.clipped_high;
-            if (epoch == 0) {
-                out->entropy_sum += st.entropy_sum;
-                out->entropy_tokens += st.tokens;
-            }
-            out->n_updates++;
-        }
+    if (n_kept <= 0) return;
+    Compare *c = plan->compare;
+    for (int epoch = 0; epoch < plan->epochs; epoch++)
+        update_epoch(ws, m, ref, oc, opt, plan, r, kept, n_kept, order, epoch,
+                     epoch == plan->epochs - 1, weights, unbiased, c, out);
+    if (!c || c->extra_epochs == 0) return;
+    // the extra passes of diagnostics.compare: the first minibatch's responses at the
+    // parameters after the update, then after each further epoch of the trained objective,
+    // run on m and undone after the last (compare.h), so that the run goes on as without them
+    if (c->extra_epochs > 1) compare_save_params(c, m);
+    UpdateStats scratch = {0};
+    for (int k = 1; k <= c->extra_epochs; k++) {
+        compare_point(c, COMPARE_POINT_EXTRA + k - 1, ws, m, r, c->first_idx, c->first_n,
+                      plan->micro, unbiased);
+        if (k < c->extra_epochs)
+            update_epoch(ws, m, ref, oc, opt, plan, r, kept, n_kept, order, plan->epochs + k - 1, 0,
+                         NULL, NULL, NULL, &scratch);
     }
+    if (c->extra_epochs > 1) compare_restore_params(c, m);
 }

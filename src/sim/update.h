@@ -41,6 +41,11 @@ typedef struct {
     double kl_sum;      // sum of k3 over its tokens (beta > 0)
     double entropy_sum; // sum of the policy's entropy over its tokens
     long long tokens, clipped_low, clipped_high;
+    // for diagnostics.compare (compare.h): the sum of w / (c_i A_i) over the policy tokens of
+    // responses with A_i != 0 (gate_tokens of them), and of |log pi - log pi_old| over the
+    // policy tokens
+    double gate_sum, abs_log_ratio_sum;
+    long long gate_tokens;
 } MinibatchStats;
 
 // Micro-batches (train.micro_batch): with 0 < micro < n the minibatch idx[0..n) is run as
