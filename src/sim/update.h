@@ -93,7 +93,7 @@ typedef struct {
     int epochs, minibatch, micro, bias_diagnostic;
     uint64_t seed;
     int step;
-    struct Compare *compare;  // diagnostics.compare (compare.h), run on the first minibatch; or NULL
+    struct Compare *compare;  // diagnostics.compare (compare.h), run at its points; or NULL
 } EpochPlan;
 
 // Sums over the step's minibatch updates.
@@ -112,7 +112,9 @@ typedef struct {
 // log-probs, those of its first minibatch from that minibatch's update forward unless
 // plan->compare runs on it first, and writes the token weights to weights; unbiased (per
 // response) is the bias diagnostic's advantage, used on the first minibatch when
-// plan->bias_diagnostic. With several ranks each
+// plan->bias_diagnostic, and plan->compare's. plan->compare's points (compare.h): the first
+// minibatch before its update, the last before its update, and after the epochs its extra
+// passes, whose further epochs run on m and are undone. With several ranks each
 // runs the rows of each minibatch that it sampled, normalised as the whole minibatch.
 void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
                    const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
