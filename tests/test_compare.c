@@ -5,7 +5,8 @@
 // (update_minibatch_gradient) must be c_i A_i f_t, f_t the factor of the advantage that the
 // method's definition gives at that rho (tables below), and compare_point's row of the
 // preset must hold the shares of clipped tokens, the mean of f (gate_mean), the mean
-// |log rho| and the sums of |w| per correct/incorrect and length bin that follow from them.
+// |log rho|, the sums of |w| per correct/incorrect and length bin, and each bin's clip share
+// and gate that follow from them.
 // At rho = 1 every f is 1 and nothing is clipped (the on-policy point, where the presets
 // collapse onto three gradients).
 #include <math.h>
@@ -69,6 +70,9 @@ static const double GATE[NOBJ][NTOK] = {
 // ratios; cispo rho > 5
 static const int CLIP_LO[NOBJ] = {2, 2, 2, 4, 1, 0, 0};
 static const int CLIP_HI[NOBJ] = {2, 2, 1, 4, 1, 1, 0};
+// of those, the tokens of response 3 (length 5, the second length bin): its 0.5 for ppo and
+// gmpo, its 6 for cispo
+static const int CLIP_BIN1[NOBJ] = {1, 1, 1, 0, 1, 1, 0};
 // c_i by the presets' aggregation: seq_mean_token_mean 1 / (M |o_i|), seq_mean_token_sum_norm
 // 1 / (M L_max), token_mean 1 / sum_j |o_j| = 1/15
 static double coef(int j, int i) {
@@ -144,14 +148,17 @@ static void compare_make(Compare *c, Fixture *f) {
 }
 
 // The row of objective j at point p against the closed forms with gate table g (NTOK per
-// objective), clip counts lo/hi and mean |log rho| alr.
-static void check_row(const Compare *c, int p, int j, const double *g, int lo, int hi, double alr) {
+// objective), clip counts lo/hi (bin1 of them in the second length bin) and mean |log rho|
+// alr.
+static void check_row(const Compare *c, int p, int j, const double *g, int lo, int hi, int bin1,
+                      double alr) {
     const CompareRow *row = &c->rows[p * c->n + j];
     const CompareBinRow *bins = c->bin_rows + ((size_t)p * c->n + j) * c->bins;
-    double gate = 0, sw[M] = {0};
+    double gate = 0, sw[M] = {0}, gate_bin[2] = {0, 0};
     for (int i = 0, k = 0; i < M; i++)
         for (int t = 0; t < LEN[i]; t++, k++) {
             gate += g[k] / NTOK;
+            gate_bin[i == 3] += g[k] / (i == 3 ? 5 : 10);  // bin 0: 10 tokens, bin 1: 5
             sw[i] += coef(j, i) * fabs(ADV[i]) * g[k];
         }
     char what[64];
@@ -174,6 +181,12 @@ static void check_row(const Compare *c, int p, int j, const double *g, int lo, i
     assert_int_equal(bins[1].n_incorrect, 1);
     assert_close("bin 0 incorrect", bins[0].sum_abs_weight_incorrect, sw[1], 1e-5);
     assert_close("bin 1 incorrect", bins[1].sum_abs_weight_incorrect, sw[3], 1e-5);
+    assert_close("bin 0 clip_frac", bins[0].clip_frac, (lo + hi - bin1) / 10.0, 1e-12);
+    assert_close("bin 1 clip_frac", bins[1].clip_frac, bin1 / 5.0, 1e-12);
+    snprintf(what, sizeof what, "%s bin 0 gate_mean", NAMES[j]);
+    assert_close(what, bins[0].gate_mean, gate_bin[0], 1e-5);
+    snprintf(what, sizeof what, "%s bin 1 gate_mean", NAMES[j]);
+    assert_close(what, bins[1].gate_mean, gate_bin[1], 1e-5);
     assert_true(isfinite(row->bias_cosine) || sw[0] + sw[1] + sw[2] + sw[3] == 0);
 }
 
@@ -209,7 +222,8 @@ static void test_off_policy_closed_forms(void **state) {
         assert_int_equal(st.tokens, NTOK);
     }
     compare_point(&c, COMPARE_POINT_LAST, f.ws, f.m, &f.r, f.idx, M, 0, ADV);
-    for (int j = 0; j < NOBJ; j++) check_row(&c, COMPARE_POINT_LAST, j, GATE[j], CLIP_LO[j], CLIP_HI[j], alr);
+    for (int j = 0; j < NOBJ; j++) check_row(&c, COMPARE_POINT_LAST, j, GATE[j], CLIP_LO[j], CLIP_HI[j], CLIP_BIN1[j],
+                                             alr);
     // the point computed is the only one with values: rho = 1's row stays NaN
     assert_true(isnan(c.rows[0].bias_cosine) && isnan(c.rows[0].gate_mean));
     // off rho = 1 the presets that are one gradient at rho = 1 come apart
@@ -234,7 +248,7 @@ static void test_rho1_closed_forms(void **state) {
     for (int k = 0; k < NTOK; k++) ones[k] = 1.0;
     int order[M] = {2, 0, 3, 1};
     compare_point(&c, COMPARE_POINT_RHO1, f.ws, f.m, &f.r, order, M, 0, ADV);
-    for (int j = 0; j < NOBJ; j++) check_row(&c, COMPARE_POINT_RHO1, j, ones, 0, 0, 0.0);
+    for (int j = 0; j < NOBJ; j++) check_row(&c, COMPARE_POINT_RHO1, j, ones, 0, 0, 0, 0.0);
     assert_int_equal(c.first_n, M);
     assert_memory_equal(c.first_idx, order, sizeof order);
     // gspo, gmpo and sapo give grpo's gradient, cispo dapo's

@@ -42,6 +42,9 @@ void compare_alloc(Compare *c, int N, size_t tok_cap, size_t n_params, Backend *
     c->d_adv = bk_alloc(bk, (size_t)N * sizeof(float));
     c->weights = xmalloc(tok_cap * sizeof(float));
     c->first_idx = xmalloc((size_t)N * sizeof(int));
+    c->resp_clipped = xmalloc((size_t)N * sizeof(int));
+    c->resp_gate_sum = xmalloc((size_t)N * sizeof(double));
+    c->bin_acc = xmalloc((size_t)4 * c->bins * sizeof(double));
     c->saved = c->extra_epochs > 1 ? bk_alloc(bk, 3 * n_params * sizeof(float)) : NULL;
     c->rows = xmalloc((size_t)c->points * c->n * sizeof(CompareRow));
     c->bin_rows = xmalloc((size_t)c->points * c->n * c->bins * sizeof(CompareBinRow));
@@ -54,6 +57,9 @@ void compare_free(Compare *c, Backend *bk) {
     if (c->saved) bk_free(bk, c->saved);
     free(c->weights);
     free(c->first_idx);
+    free(c->resp_clipped);
+    free(c->resp_gate_sum);
+    free(c->bin_acc);
     free(c->rows);
     free(c->bin_rows);
     free(c->g_unb);
@@ -74,7 +80,8 @@ void compare_advantages(Compare *c, Backend *bk, int step, const float *d_reward
                 c->bin_rows[((size_t)p * c->n + j) * c->bins + b] =
                     (CompareBinRow){.step = step, .point = p, .objective = j, .bin = b,
                                     .length_lo = b * c->max_new / c->bins + 1,
-                                    .length_hi = (b + 1) * c->max_new / c->bins};
+                                    .length_hi = (b + 1) * c->max_new / c->bins,
+                                    .clip_frac = NAN, .gate_mean = NAN};
         }
     for (int j = 0; j < c->n; j++) {
         kn_group_advantages(bk, c->d_adv, NULL, NULL, d_rewards, d_lengths, d_greedy, P, G, &c->oc[j]);
@@ -91,20 +98,30 @@ static void gradient_of(Compare *c, UpdateWorkspace *ws, Model *m, const Objecti
                         float *g, MinibatchStats *st) {
     Rollout rj = *r;
     rj.advantage = adv;
+    rj.resp_clipped = c->resp_clipped;
+    rj.resp_gate_sum = c->resp_gate_sum;
     model_zero_grad(m);
     update_minibatch_gradient(ws, m, oc, &rj, idx, n, micro, c->weights, NULL, st);
     bk_download(model_backend(m), g, model_grads(m), model_num_params(m) * sizeof(float));
 }
 
 // The sums of |w| (c->weights) over the responses idx[0..n) into row and its bins, split by
-// correct (reward > 0) and incorrect, and the |w|-weighted mean lengths.
-static void weight_sums(const Compare *c, const Rollout *r, const int *idx, int n, CompareRow *row,
-                        CompareBinRow *bins) {
+// correct (reward > 0) and incorrect, the |w|-weighted mean lengths, and per bin the share
+// of clipped tokens and the gate (c->resp_clipped, c->resp_gate_sum; adv: the objective's
+// advantages).
+static void weight_sums(const Compare *c, const Rollout *r, const float *adv, const int *idx, int n,
+                        CompareRow *row, CompareBinRow *bins) {
     double wl[2] = {0, 0};  // sum over responses of length * sum |w|: incorrect, correct
+    double *tokens = c->bin_acc, *clipped = tokens + c->bins, *gated = clipped + c->bins;
+    double *gate = gated + c->bins;
+    memset(c->bin_acc, 0, (size_t)4 * c->bins * sizeof(double));
     for (int k = 0; k < n; k++) {
-        int i = idx[k], len = r->resp_len[i], correct = c->rewards[i] > 0;
+        int i = idx[k], len = r->resp_len[i], correct = c->rewards[i] > 0, policy = 0;
         double sw = 0;
-        for (int t = 0; t < len; t++) sw += fabs(c->weights[r->tok_offset[i] + t]);
+        for (int t = 0; t < len; t++) {
+            sw += fabs(c->weights[r->tok_offset[i] + t]);
+            policy += !r->env || !r->env[r->tok_offset[i] + t];
+        }
         int b = (len - 1) * c->bins / c->max_new;
         b = b < 0 ? 0 : b >= c->bins ? c->bins - 1 : b;
         if (correct) {
@@ -117,6 +134,16 @@ static void weight_sums(const Compare *c, const Rollout *r, const int *idx, int 
             row->sum_abs_weight_incorrect += sw;
         }
         wl[correct] += (double)len * sw;
+        tokens[b] += policy;
+        clipped[b] += c->resp_clipped[i];
+        if (adv[i] != 0.0f) {
+            gated[b] += policy;
+            gate[b] += c->resp_gate_sum[i];
+        }
+    }
+    for (int b = 0; b < c->bins; b++) {
+        bins[b].clip_frac = ratio_or_nan(clipped[b], tokens[b]);
+        bins[b].gate_mean = ratio_or_nan(gate[b], gated[b]);
     }
     row->weighted_length_correct = ratio_or_nan(wl[1], row->sum_abs_weight_correct);
     row->weighted_length_incorrect = ratio_or_nan(wl[0], row->sum_abs_weight_incorrect);
@@ -157,7 +184,7 @@ void compare_point(Compare *c, int point, UpdateWorkspace *ws, Model *m, const R
         row->clip_frac_high = ratio_or_nan((double)st.clipped_high, (double)st.tokens);
         row->gate_mean = ratio_or_nan(st.gate_sum, (double)st.gate_tokens);
         row->abs_log_ratio = ratio_or_nan(st.abs_log_ratio_sum, (double)st.tokens);
-        weight_sums(c, r, idx, n, row, c->bin_rows + ((size_t)point * c->n + j) * c->bins);
+        weight_sums(c, r, c->adv[j], idx, n, row, c->bin_rows + ((size_t)point * c->n + j) * c->bins);
     }
     model_zero_grad(m);
 }

@@ -36,6 +36,9 @@ typedef struct Compare {
     int saved_adam_step;
     const float *rewards;           // (N) the step's rewards (set by the trainer)
     int *first_idx, first_n;        // the responses of the step's first minibatch
+    int *resp_clipped;              // (N) per response: clipped tokens, sum of the gate
+    double *resp_gate_sum;          //   (Rollout's outputs)
+    double *bin_acc;                // (4 bins) per bin: policy tokens, clipped, gated, gate sum
     int step;
     CompareRow *rows;               // (points * n) the last step's results, row point * n + j
     CompareBinRow *bin_rows;        // (points * n * bins)

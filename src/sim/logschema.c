@@ -167,6 +167,9 @@ static const TableColumn COMPARE_BIN_COLS[] = {
     COL(CompareBinRow, n_incorrect, "responses", "those with reward 0"),
     COL(CompareBinRow, sum_abs_weight_correct, "", "sum of |w| over the bin's correct responses' tokens"),
     COL(CompareBinRow, sum_abs_weight_incorrect, "", "sum of |w| over the bin's incorrect responses' tokens"),
+    COL(CompareBinRow, clip_frac, "fraction", "share of the bin's policy tokens held at a bound of the clip (low + high; "
+                                              "NaN: no tokens)"),
+    COL(CompareBinRow, gate_mean, "", "/compare/gate_mean over the bin's tokens (NaN: none with A_i != 0)"),
 };
 const TableSpec LOG_COMPARE_BINS = {"compare_bins", "one row per (step, point, compared objective, length bin); "
                                     "only with diagnostics.compare", COMPARE_BIN_COLS, N_OF(COMPARE_BIN_COLS),

@@ -70,7 +70,7 @@ typedef struct {  // /compare, one row per (step, point, compared objective)
 
 typedef struct {  // /compare_bins, one row per (step, point, compared objective, length bin)
     int32_t step, point, objective, bin, length_lo, length_hi, n_correct, n_incorrect;
-    double sum_abs_weight_correct, sum_abs_weight_incorrect;
+    double sum_abs_weight_correct, sum_abs_weight_incorrect, clip_frac, gate_mean;
 } CompareBinRow;
 
 // The name of a point (COMPARE_POINT_*) for figures and tables: "rho=1", "last minibatch",

@@ -315,6 +315,7 @@ static void rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *
     token_weight_outputs_download(ws, n, T, with_kl);
     for (int k = 0; k < n; k++) {
         int i = idx[k];
+        double gate_sum = 0;
         for (int t = 0; t < r->resp_len[i]; t++) {
             size_t p = token_pos(r, i, k, T, t);
             if (weights) weights[r->tok_offset[i] + t] = ws->w[p];
@@ -326,12 +327,15 @@ static void rows_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveConfig *
             s->tokens++;
             s->abs_log_ratio_sum += fabs((double)ws->logp[p] - ws->old_h[p]);
             if (ws->adv_h[k] != 0.0f && ws->coef[k] != 0.0f) {
-                s->gate_sum += (double)ws->w[p] / ((double)ws->coef[k] * ws->adv_h[k]);
+                gate_sum += (double)ws->w[p] / ((double)ws->coef[k] * ws->adv_h[k]);
                 s->gate_tokens++;
             }
         }
+        s->gate_sum += gate_sum;
         s->clipped_low += ws->clip_low[k];
         s->clipped_high += ws->clip_high[k];
+        if (r->resp_clipped) r->resp_clipped[i] = ws->clip_low[k] + ws->clip_high[k];
+        if (r->resp_gate_sum) r->resp_gate_sum[i] = gate_sum;
     }
     backward_weights(ws, m, ws->d_w, n, T);
 }

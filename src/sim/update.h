@@ -34,6 +34,11 @@ typedef struct {
     float *logp_ref;         // pi_ref per token (beta > 0 only; else NULL)
     const unsigned char *env;  // per token: 1 = written by the environment (no gradient,
                                // weight 0, left out of the statistics); NULL: none
+    // optional per-response outputs of update_minibatch_gradient (NULL: not wanted; compare.h
+    // reads them): the response's policy tokens held at a clip bound, and the sum of
+    // w / (c_i A_i) over its policy tokens (0 where A_i = 0)
+    int *resp_clipped;
+    double *resp_gate_sum;
 } Rollout;
 
 typedef struct {
