@@ -6,7 +6,8 @@
 # It calls scripts/reproduce-fig5.sh with BACKEND=cuda and SEEDS=1, 2, 3, ...: each call
 # trains one more seed pair (GRPO and Dr. GRPO, seed 1234 + k), keeps the pairs already
 # trained and prints the summary and checks of all pairs so far. One run at a time: on one
-# GPU two runs side by side are slower than one after the other (docs/benchmarks.md).
+# GPU two runs side by side are slower than one after the other
+# (docs/notebook/2026-12-04-bench-and-fig5-throughput.md).
 # The base model is pretrained on the GPU when data/models/base.h5 is missing.
 #
 # GPU_FIG5_SEEDS (default 3) pairs are trained, and further ones up to GPU_FIG5_MAX_SEEDS
@@ -20,7 +21,7 @@
 # lack: then the summary is printed without them and the runs are drawn where it is.
 # SET and TAG pass through to reproduce-fig5 (an ablation of the RL settings, its runs in
 # data/runs/TAG), e.g. TAG=p64 SET="train.prompts_per_step=64 train.minibatch_size=128"
-# (its time on an H200: docs/benchmarks.md).
+# (its time on an H200: docs/notebook/2026-12-04-bench-and-fig5-throughput.md).
 # GPU_FIG5_BACKEND=cpu with QUICK=1 (reproduce-fig5's smoke version) tries the script here.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -65,7 +65,7 @@ repro_base() {
     if [ "$QUICK" = 1 ]; then
       say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions)"
     else
-      say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU and a GPU: docs/benchmarks.md)"
+      say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU: docs/benchmarks.md; on a GPU: docs/notebook/2026-12-04-bench-and-fig5-throughput.md)"
     fi
     # an interrupted pretraining goes on from its checkpoint (pretrain --resume)
     [ -f "$BASE.ckpt.h5" ] && say "an interrupted pretraining goes on from $BASE.ckpt.h5 (delete it to start again)"

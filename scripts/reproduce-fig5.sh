@@ -21,7 +21,8 @@
 # auto (the default) is 1 on a GPU (where two runs side by side are slower than one after
 # the other) and min(nproc, 2 x SEEDS) on the CPU: on the 2-core CPU both objectives side by
 # side on one thread each, which is faster than one run after the other on two threads
-# (docs/benchmarks.md has both timings) and is how the runs of docs/results.md were made:
+# (docs/notebook/2026-12-06-reproduce-fig5-wall-times.md has both timings) and is how the
+# runs of docs/results.md were made:
 # the CPU's rounding depends on the thread count (OpenBLAS; docs/kernels.md,
 # "Determinism"), so the same seed on another count of threads follows another trajectory.
 # A base model that exists is kept if it was pretrained with the config it would be pretrained

@@ -1114,9 +1114,10 @@ void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, 
 // so its cache rows (NKV*hd contiguous floats per position) stream through once; keys are
 // read in place, with no transpose, since each is used by only `group` queries.
 // The decode loops read each sequence's K and V rows once, in order, and wait on those loads
-// (docs/benchmarks.md "Profile of the RL step"); the hardware prefetcher restarts at every
-// 4 KiB page, so the rows a few positions ahead are requested explicitly. A hint only: the
-// arithmetic is unchanged (a prefetch past the cache's end does not fault).
+// (docs/notebook/2026-12-05-bench-rl-history.md, "Profile of the RL step"); the hardware
+// prefetcher restarts at every 4 KiB page, so the rows a few positions ahead are requested
+// explicitly. A hint only: the arithmetic is unchanged (a prefetch past the cache's end does
+// not fault).
 #define DECODE_PREFETCH_ROWS 8
 static inline void prefetch_row(const float *row, size_t n) {
     for (size_t i = 0; i < n; i += 16) __builtin_prefetch(row + i, 0, 3);

@@ -1,5 +1,5 @@
 // corpus.h: the pretraining corpus, question / reasoning / answer documents that behave like
-// a base model's writing, self-reflection included (docs/world.md has samples).
+// a base model's writing, self-reflection included (docs/corpus.md has samples).
 //
 // A document is the prompt of its format (exactly template_prompt()), the response, and
 // "<eos>", as text. The reasoning evaluates the question one binary operation per step in
@@ -82,7 +82,7 @@ CorpusParams corpus_params_default(void);
 // 0 if every knob is in range, else -1 and a message naming the knob, value and range.
 int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen);
 // The probability that a loop at the step a op b writes one more attempt (loop_continue_p,
-// spread over the facts by loop_continue_spread; docs/world.md).
+// spread over the facts by loop_continue_spread; docs/corpus.md).
 double corpus_loop_continue(const CorpusParams *p, char op, int64_t a, int64_t b);
 
 typedef struct {

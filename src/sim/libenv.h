@@ -4,13 +4,15 @@
 // - How OpenMP threads wait (OMP_WAIT_POLICY). GNU OpenMP spins by default before it sleeps.
 //   grpolab runs many short parallel regions per token, and on a machine whose cores other
 //   processes share a spinning thread takes the CPU from the thread the region waits for
-//   (docs/benchmarks.md "Waiting threads"), so grpolab waits passively unless the user chose
-//   a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+//   (docs/notebook/2026-12-05-bench-rl-history.md, "Waiting threads: OMP_WAIT_POLICY"), so
+//   grpolab waits passively unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT
+//   set).
 // - Which kernels OpenBLAS runs (OPENBLAS_CORETYPE). Debian's OpenBLAS (DYNAMIC_ARCH) picks
 //   its kernels by the CPU's model number and gives a model it does not know its generic
 //   x86-64 kernels, "Prescott" (SSE3, no FMA): a newer Xeon with AVX-512 then runs every
-//   product several times slower (docs/benchmarks.md "OpenBLAS's kernels on a CPU it does
-//   not know"). Where OpenBLAS fell back so and the CPU has the features, grpolab names the
+//   product several times slower (docs/benchmarks.md "Kernels and model";
+//   docs/notebook/2026-12-06-bench-rl-history.md, "OpenBLAS's kernels on a CPU it does not
+//   know"). Where OpenBLAS fell back so and the CPU has the features, grpolab names the
 //   kernels they allow: SkylakeX (AVX-512 F, CD, BW, DQ and VL) or Haswell (AVX2 and FMA).
 //   A user's OPENBLAS_CORETYPE is kept. A run's rounding depends on the kernels, so the run
 //   log records them (attribute `blas`, docs/hdf5-schema.md).

@@ -290,7 +290,7 @@ static const CliOption pretrain_opts[] = {
 };
 static const CliSpec pretrain_spec = {
     "pretrain",
-    "Train the base model by next-token cross-entropy on the world's corpus (docs/world.md);\n"
+    "Train the base model by next-token cross-entropy on the world's corpus (docs/corpus.md);\n"
     "prints a progress line (step, loss, tokens/s, ETA) and writes an HDF5 checkpoint; keeps\n"
     "FILE.ckpt.h5 every pretrain.checkpoint_every steps for --resume.",
     "[--config FILE] [--set SECTION.KEY=VALUE]... [--out FILE] [--resume | --overwrite]\n"

@@ -124,7 +124,7 @@ int template_env_verdict(const int *tokens, int len, int *out, int cap);
 // the same decision on text: "ok", "no" or NULL (exposed for tests)
 const char *template_env_verdict_text(const char *text);
 
-// ---- step clauses and failure kinds (`grpolab eval --failure-profile`, docs/world.md)
+// ---- step clauses and failure kinds (`grpolab eval --failure-profile`, docs/corpus.md)
 // One clause "a op b=v" of a response, in order: a step (first pass, also after "restart."),
 // a redo, or a check with its verdict.
 typedef enum { CLAUSE_STEP = 0, CLAUSE_REDO = 1, CLAUSE_CHECK = 2 } ClauseKind;

@@ -59,7 +59,8 @@ typedef struct {
 // normalizer is the whole minibatch's, so the update is the one-pass update up to float
 // rounding. micro = 0 (or >= n): one pass over idx in its order. `grpolab train` resolves
 // the setting's 0 by backend: UPDATE_CPU_MICRO_BATCH on the CPU (faster there, see
-// docs/benchmarks.md), one pass on CUDA (launch-bound: more passes would be slower).
+// docs/notebook/2026-12-04-bench-and-fig5-throughput.md), one pass on CUDA (launch-bound:
+// more passes would be slower).
 #define UPDATE_CPU_MICRO_BATCH 8
 
 // The buffers of the update, host and device, sized once: minibatches of at most max_rows

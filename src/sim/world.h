@@ -110,7 +110,7 @@ typedef struct {
 } TaskStats;
 int world_task_stats(const char *expr, TaskStats *st);  // 0, or -1 if it does not parse
 
-// ---- knowledge gaps: digit facts the world's writer believes wrong (docs/world.md)
+// ---- knowledge gaps: digit facts the world's writer believes wrong (docs/corpus.md)
 // A step a op b uses the fact of its units column: op with the units digits x = |a| % 10 and
 // y = |b| % 10. The table marks a share of the cells (op, x, y) with x, y in 2..9 as gaps,
 // by a hash of (seed, op, x, y) alone; for + and * the cell of (y, x) is the cell of (x, y).
