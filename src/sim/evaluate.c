@@ -257,6 +257,10 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
         free(tmp);
         return -1;
     }
+    // the failure profile counts the responses generated in this process only (a resumed
+    // evaluation's earlier ones are not in it): its redo counts are written only when whole
+    int profile = cfg->gaps && cfg->resume_from == 0, redos = 0, right = 0;
+    if (profile) eval_profile_redos(&r->profile, &redos, &right);
     char names[512] = "";
     for (int b = 0; b < r->n_bench + r->has_pool; b++) {
         if (b) strncat(names, ",", sizeof names - strlen(names) - 1);
@@ -279,6 +283,9 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
              (!cfg->config_text || runlog_set_attr_str(rl, "config", cfg->config_text, err, errlen) == 0) &&
              (!cfg->model_fingerprint ||
               runlog_set_attr_str(rl, "model_fingerprint", cfg->model_fingerprint, err, errlen) == 0) &&
+             (!cfg->model_config || runlog_set_attr_str(rl, "model_config", cfg->model_config, err, errlen) == 0) &&
+             (!profile || (runlog_set_attr_i64(rl, "profile_redos", redos, err, errlen) == 0 &&
+                           runlog_set_attr_i64(rl, "profile_redos_right", right, err, errlen) == 0)) &&
              logschema_declare(rl, &LOG_KIND_EVAL, err, errlen) == 0 &&
              runlog_start_swmr(rl, err, errlen) == 0;
     for (int b = 0; ok && !r->stopped && b < r->n_bench + r->has_pool; b++) {
@@ -301,6 +308,12 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
     if (!ok) unlink(tmp);
     free(tmp);
     return ok ? 0 : -1;
+}
+
+void eval_profile_redos(const FailureProfile *p, int *redos, int *right) {
+    *redos = *right = 0;
+    for (int lv = 0; lv <= WORLD_NUM_LEVELS; lv++)
+        for (int k = 0; k < 2; k++) *redos += p->redos[lv][k], *right += p->redos_right[lv][k];
 }
 
 void eval_print_failure_profile(const EvalResult *r, FILE *f) {
@@ -348,6 +361,11 @@ void eval_print_failure_profile(const EvalResult *r, FILE *f) {
                "gap_dis, slipdis: disagreements with a false step of each kind; redo: share of "
                "them followed by a redo of the step; right, same: shares of those redos that are right / "
                "that repeat the rejected value)\n");
+    int redos, right;
+    eval_profile_redos(p, &redos, &right);
+    fprintf(f, "redos after a rejected step (gap facts and slips, every level): %d, right %d: share", redos, right);
+    put_field(f, 6, 3, mean_of(right, redos));
+    fprintf(f, "\n");
 }
 
 // ---------------------------------------------------------------- eval --resume

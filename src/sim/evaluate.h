@@ -72,6 +72,8 @@ typedef struct {
     // stored in the file by eval_write_hdf5 (NULL: not stored): the resolved config and the
     // fingerprint of the model's weights, which eval --resume compares
     const char *config_text, *model_fingerprint;
+    const char *model_config;  // the evaluated checkpoint's stored config (NULL: none), written
+                               // by eval_write_hdf5 as the attribute model_config
 } EvalConfig;
 
 // Checks every prompt evaluate_benchmarks will generate for (each benchmark up to cfg->limit
@@ -98,8 +100,12 @@ void eval_print_table(const EvalResult *r, FILE *f);
 
 // Prints the failure profile of r (EvalConfig.gaps set): per level, the share of failures
 // whose first false step is a gap fact, a slip, or that have none, and per kind how often a
-// disagreement is followed by a redo of the step and how often that redo is right.
+// disagreement is followed by a redo of the step and how often that redo is right; last the
+// redos and the right ones over every level and both kinds (eval_profile_redos).
 void eval_print_failure_profile(const EvalResult *r, FILE *f);
+// The redos after a disagreement with a false step, over every level and both kinds, and how
+// many of them are right: the chance that a redo after a rejected step is right.
+void eval_profile_redos(const FailureProfile *p, int *redos, int *right);
 
 // The file of an evaluation stopped after n_recs responses (complete = 0, no /eval rows), as
 // eval_write_hdf5 writes it.
@@ -118,9 +124,12 @@ double eval_accuracy(const EvalStats *s);
 
 // Writes the result as an HDF5 run log of kind "eval" (logschema.h LOG_KIND_EVAL): /eval one
 // row per benchmark, /responses one row per response; root attributes name the model and the
-// settings, and `complete` says whether every question was evaluated (0: r->stopped, the file
-// holds the responses done and no /eval rows; eval --resume completes it). Written to
-// "<path>.tmp" and renamed onto path: path holds a whole file, this one or the one before.
+// settings, hold the model's stored config (cfg->model_config) and, with cfg->gaps (and no
+// resumed responses), the failure profile's redo counts (eval_profile_redos: profile_redos,
+// profile_redos_right), and
+// `complete` says whether every question was evaluated (0: r->stopped, the file holds the
+// responses done and no /eval rows; eval --resume completes it). Written to "<path>.tmp" and
+// renamed onto path: path holds a whole file, this one or the one before.
 int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *cfg,
                     const EvalResult *r, const EvalRecord *recs, int n_recs, char *err,
                     size_t errlen);

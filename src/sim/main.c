@@ -479,17 +479,21 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         config_free(pc);
     }
     ModelConfig mc;
-    if (checkpoint_read_meta(model_path, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
+    char *model_config = NULL;  // written to --out, so that the log says which corpus made the model
+    if (checkpoint_read_meta(model_path, &mc, NULL, NULL, &model_config, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         config_free(c);
+        free(model_config);
         return 2;
     }
+    ec.model_config = model_config;
     const Tokenizer *tk = tokenizer_default();
     if (mc.vocab_size != tok_vocab_size(tk)) {
         fprintf(stderr, "grpolab: error: checkpoint '%s' has model.vocab_size = %d, not the "
                 "tokenizer's %d tokens: not a model of this world\n", model_path, mc.vocab_size,
                 tok_vocab_size(tk));
         config_free(c);
+        free(model_config);
         return 2;
     }
     const char *vocab[256];
@@ -497,12 +501,14 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
     if (checkpoint_check_vocab(model_path, vocab, nv, 0, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         config_free(c);
+        free(model_config);
         return 2;
     }
     Backend *bk = setup_backend(c, cli_get(&eval_spec, a, "backend"), 1, err, sizeof err);
     if (!bk) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         config_free(c);
+        free(model_config);
         return 2;
     }
     Model *m = model_create(bk, &mc);
@@ -511,6 +517,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         model_free(m);
         backend_destroy(bk);
         config_free(c);
+        free(model_config);
         return 2;
     }
     ec.sampler = (SamplerConfig){.temperature = (float)temp, .top_p = (float)top_p,
@@ -524,6 +531,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         model_free(m);
         backend_destroy(bk);
         config_free(c);
+        free(model_config);
         return 2;
     }
     int nq = eval_num_questions(&ec), nrec = 0;
@@ -577,6 +585,7 @@ done:
     model_free(m);
     backend_destroy(bk);
     config_free(c);
+    free(model_config);
     return rc;
 }
 
