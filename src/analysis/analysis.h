@@ -7,6 +7,7 @@
 //                         the closed forms
 //   plot_objectives       the objectives of diagnostics.compare on the same rollouts: bias
 //                         cosine, gradient norm, sum |w| and |w|-weighted length per class
+//   plot_sensitivity      the eval ratio, slopes, rewards and truncation along a config key
 //   summary_print         the table of final figures, slopes with CIs, and the finding checks
 //                         (computed apart from their printing by finding_verdict, verdict.h)
 // Several runs of one objective (its seeds) are drawn as their mean with a 95% CI band.
@@ -39,6 +40,15 @@ int plot_fig6(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
 // These two read the per-response data (run_load_responses) themselves.
 int plot_length_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 int plot_difficulty_bias(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
+
+// The map of where the bias shows (plot_sensitivity.c, docs/cli.md): the train run logs and
+// base-model eval logs of paths (n) grouped by the value of the numeric config key axis; per
+// value the eval ratio and the slopes of the finding's checks 1 and 2 (finding_verdict), the
+// final rewards, the shares of incorrect eval responses cut by the budget, and the base model's
+// profile. Writes the figure (o->out), its numbers and o->out + ".md", the table.
+int plot_sensitivity(const char *axis, char *const *paths, int n, const PlotOptions *o, char *err, size_t errlen);
+// 0 if axis is a numeric (int or float) config key, else -1 and a message naming it.
+int sensitivity_axis_check(const char *axis, char *err, size_t errlen);
 
 // The statistics of diagnostics.compare (/compare) against the step, one line per compared
 // objective (plot_compare.c).

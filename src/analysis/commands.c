@@ -16,6 +16,8 @@ static const CliOption plot_opts[] = {
     {"format", "LIST", "comma-separated subset of png,pdf,svg (default: all three)"},
     {"smooth", "ALPHA", "fig5: EMA-smooth every run's curves with coefficient ALPHA in (0, 1] (default: none); "
                         "stated on the figure"},
+    {"axis", "KEY", "sensitivity: the numeric config key whose values the runs and base-model evals differ in "
+                    "(required), e.g. corpus.p_recover or world.max_new_tokens"},
 };
 static const CliSpec plot_spec = {
     "plot",
@@ -33,10 +35,16 @@ static const CliSpec plot_spec = {
     "  fig6             the paper's Fig. 6: the average benchmark score against the step, one panel per\n"
     "                   template (world.template), one curve per question set (train.question_set),\n"
     "                   seeds as mean with a 95% CI band\n"
+    "  sensitivity      GRPO against Dr. GRPO along the values of a config key (--axis): eval ratio\n"
+    "                   of incorrect lengths, slopes of the incorrect training length (95% CI bands),\n"
+    "                   shares of incorrect eval responses cut by the budget; also BASE.md, a table\n"
+    "                   with the final rewards and the base model's profile from `grpolab eval --out`\n"
+    "                   logs given among the files (greedy; sampled with --failure-profile)\n"
     "Runs still being written are read up to their last step (and said so on the figure).\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "fig5|length-bias|difficulty-bias|objectives|fig6 RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
-    plot_opts, 3, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
+    "fig5|length-bias|difficulty-bias|objectives|fig6 RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]\n"
+    "       sensitivity --axis KEY RUN.h5|EVAL.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg]",
+    plot_opts, 4, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
     {"md", NULL, "print markdown tables"},
@@ -176,7 +184,7 @@ int cmd_plot(int argc, char **argv) {
     int rc = parse_with_o(&plot_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
     if (a.n_positional < 2) {
-        fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives, fig6)"
+        fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives, fig6, sensitivity)"
                                                                            : "no run log given (RUN.h5...)");
         cli_print_usage(&plot_spec, stderr);
         return 2;
@@ -189,14 +197,26 @@ int cmd_plot(int argc, char **argv) {
     else if (strcmp(fig, "difficulty-bias") == 0) draw = plot_difficulty_bias, def_out = "plots/difficulty_bias";
     else if (strcmp(fig, "objectives") == 0) draw = plot_objectives, def_out = "plots/objectives";
     else if (strcmp(fig, "fig6") == 0) draw = plot_fig6, def_out = "plots/fig6";
+    else if (strcmp(fig, "sensitivity") == 0) def_out = "plots/sensitivity/map";
     else {
         fprintf(stderr, "grpolab plot: error: unknown figure '%s' (allowed: fig5, length-bias, difficulty-bias, "
-                "objectives, fig6)\n", fig);
+                "objectives, fig6, sensitivity)\n", fig);
+        return 2;
+    }
+    const char *axis = cli_get(&plot_spec, &a, "axis");
+    if (!draw != !!axis) {
+        fprintf(stderr, "grpolab plot: error: %s\n", axis ? "--axis is an option of `plot sensitivity` only"
+                                                           : "plot sensitivity: which config key? (--axis KEY, e.g. "
+                                                             "--axis corpus.p_recover)");
         return 2;
     }
     PlotOptions o = {.out = cli_get(&plot_spec, &a, "out"), .formats = FMT_ALL, .smooth = 0};
     if (!o.out) o.out = def_out;
     char err[2048];
+    if (axis && sensitivity_axis_check(axis, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab plot: error: %s\n", err);
+        return 2;
+    }
     const char *fmt = cli_get(&plot_spec, &a, "format");
     if (fmt && figure_parse_formats(fmt, &o.formats, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab plot: error: %s\n", err);
@@ -214,22 +234,30 @@ int cmd_plot(int argc, char **argv) {
     int n;
     char **groups, **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n, &groups);
     if (!paths) return 2;
-    // Fig. 6 keeps the runs of a sweep apart by their template and question set itself
-    Run **runs = draw == plot_fig6 ? load_runs((const char *const *)paths, n) : load_grouped(paths, groups, n);
-    free_runs(paths, groups, n);
-    if (!runs) return 1;
-    fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
-    rc = draw(runs, n, &o, err, sizeof err);
-    if (rc != 0) fprintf(stderr, "grpolab plot: error: %s\n", err);
-    else {
+    if (!draw) {  // sensitivity reads its files itself: train and eval logs, grouped by --axis
+        fprintf(stderr, "plot sensitivity: %d file%s along %s -> %s\n", n, n == 1 ? "" : "s", axis, o.out);
+        rc = plot_sensitivity(axis, paths, n, &o, err, sizeof err);
+        free_runs(paths, groups, n);
+        if (rc != 0) fprintf(stderr, "grpolab plot: error: %s\n", err);
+        else fprintf(stderr, "plot sensitivity: wrote the table %s.md\n", o.out);
+    } else {
+        // Fig. 6 keeps the runs of a sweep apart by their template and question set itself
+        Run **runs = draw == plot_fig6 ? load_runs((const char *const *)paths, n) : load_grouped(paths, groups, n);
+        free_runs(paths, groups, n);
+        if (!runs) return 1;
+        fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
+        rc = draw(runs, n, &o, err, sizeof err);
+        if (rc != 0) fprintf(stderr, "grpolab plot: error: %s\n", err);
+        for (int i = 0; i < n; i++) run_free(runs[i]);
+        free(runs);
+    }
+    if (rc == 0) {
         fprintf(stderr, "plot %s: wrote", fig);
         static const char *const ext[] = {"png", "pdf", "svg"};
         for (int i = 0; i < 3; i++)
             if (o.formats & (1u << i)) fprintf(stderr, " %s.%s", o.out, ext[i]);
         fprintf(stderr, " (numbers in %s_data/, script %s.gp)\n", o.out, o.out);
     }
-    for (int i = 0; i < n; i++) run_free(runs[i]);
-    free(runs);
     return rc ? 1 : 0;
 }
 
