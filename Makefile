@@ -207,6 +207,16 @@ gpu-check:
 gpu-bundle: deps
 	@scripts/gpu-bundle.sh
 
+# The map of where the bias shows (scripts/reproduce-sensitivity.sh): GRPO and Dr. GRPO along
+# corpus.p_recover (a base model per value) and world.max_new_tokens, from the sweep files of
+# experiments/sensitivity/, into plots/sensitivity/. AXIS=recover|budget|all, SEEDS (default
+# 3 pairs per value; QUICK 2), QUICK=1 the smoke version that CI runs, BACKEND and JOBS as
+# reproduce-fig5's (below).
+.PHONY: reproduce-sensitivity
+AXIS ?= all
+reproduce-sensitivity: all
+	@AXIS=$(AXIS) $(if $(filter command line environment,$(origin SEEDS)),SEEDS=$(SEEDS)) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-sensitivity.sh
+
 # Fig. 5 of the paper from a fresh clone (scripts/reproduce-fig5.sh): SEEDS=N seeds per
 # objective (default 3), QUICK=1 the smoke version that CI runs, BACKEND=cpu|cuda|auto,
 # JOBS=N runs trained at a time (default auto: 1 on a GPU, min(nproc, 2 x SEEDS) on the CPU),
