@@ -118,14 +118,14 @@ profile() {
     [ "${stem}_$kind.h5" -nt "$model" ] && continue
     if [ "$kind" = greedy ]; then
       say "profiling $model at a budget of $budget: greedy -> ${stem}_greedy.h5"
-      "$BIN" eval --model "$model" "${env[@]}" "${GREEDY_LIMIT[@]}" --out "${stem}_greedy.part.h5" --overwrite \
+      "$BIN" eval --model "$model" "${env[@]}" "${GREEDY_LIMIT[@]}" --out "${stem}_greedy.h5.part" --overwrite \
         > "${stem}_greedy.txt"
     else
       say "profiling $model at a budget of $budget: temperature 1, $POOL training-pool questions, the failure profile -> ${stem}_sampled.h5"
       "$BIN" eval --model "$model" "${env[@]}" --temperature 1 --limit 1 --train-pool "$POOL" \
-        --failure-profile experiments/base/pretrain.ini --out "${stem}_sampled.part.h5" --overwrite > "${stem}_sampled.txt"
+        --failure-profile experiments/base/pretrain.ini --out "${stem}_sampled.h5.part" --overwrite > "${stem}_sampled.txt"
     fi
-    mv -f "${stem}_$kind.part.h5" "${stem}_$kind.h5"
+    mv -f "${stem}_$kind.h5.part" "${stem}_$kind.h5"
   done
   evals+=("${stem}_greedy.h5" "${stem}_sampled.h5")
 }
