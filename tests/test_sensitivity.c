@@ -328,6 +328,15 @@ static void test_errors(void **state) {
         assert_int_equal(runlog_close(rl, err, sizeof err), 0);
     }
     expect_error(one + 2, 1, "world.max_new_tokens", "without a failure profile");
+    // an evaluation stopped before its end (eval_write_partial: complete = 0)
+    {
+        char err[1024];
+        WorldGaps gaps = {0.25, 7};
+        EvalConfig ec = {.sampler = {.temperature = 1, .top_p = 1, .max_new_tokens = 300}, .gaps = &gaps};
+        EvalRecord rec = {.bench = 0, .length = 5};
+        assert_int_equal(eval_write_partial(one[2], "model.h5", &ec, &rec, 1, err, sizeof err), 0);
+    }
+    expect_error(one + 2, 1, "world.max_new_tokens", "did not finish");
     // not a run log at all
     FILE *f = fopen(one[1], "w");
     fputs("not hdf5", f);

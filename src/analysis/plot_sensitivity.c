@@ -113,6 +113,11 @@ static int read_base_eval(RunLogReader *rd, const char *path, const char *key, B
         attr_num(rd, path, "max_new_tokens", &budget, err, errlen) != 0)
         return -1;
     b->greedy = temp == 0;
+    double complete = 1;  // a log of a grpolab before eval --resume has no such attribute
+    if (runlog_reader_has_attr(rd, "complete") && attr_num(rd, path, "complete", &complete, err, errlen) != 0) return -1;
+    if (complete == 0)
+        return set_err(err, errlen, "%s: an evaluation that did not finish (complete = 0): go on with grpolab eval "
+                       "--resume, or evaluate again", path);
     if (strcmp(key, "world.max_new_tokens") == 0) {
         b->value = budget;
     } else {
