@@ -17,6 +17,7 @@
 
 #include "figure.h"
 #include "runs.h"
+#include "../kernels/objective.h"
 
 #define MAX_OBJECTIVES 8
 
@@ -45,6 +46,20 @@ int plot_difficulty_bias(Run *const *runs, int n, const PlotOptions *o, char *er
 int plot_objectives(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 // The summary's table of each run's /compare (nothing for a run without one).
 void summary_print_compare(FILE *f, Run *const *runs, int n, int markdown);
+
+// `grpolab plot masked-mean` (plot_masked_mean.c): a response's per-token weight c_i and its
+// total weight against its length under GRPO's per-response mean and each framework's default
+// aggregation (objective --table2), in a minibatch of MASKED_MEAN_M responses with budget
+// MASKED_MEAN_LMAX whose other responses are MASKED_MEAN_OTHERS tokens long (the fig5 run's
+// minibatch and budget; the others at a third of the budget). No run logs.
+#define MASKED_MEAN_M 64
+#define MASKED_MEAN_LMAX 300
+#define MASKED_MEAN_OTHERS 100
+int plot_masked_mean(const PlotOptions *o, char *err, size_t errlen);
+// The curves drawn: their aggregations and labels (at most cap); returns their number.
+int masked_mean_curves(Aggregation *aggs, char labels[][160], int cap);
+// M c_i of a response of len tokens under agg in that minibatch (aggregation_coef).
+double masked_mean_weight(Aggregation agg, int len);
 
 // Prints the summary (plain text or markdown). Returns 0.
 int summary_print(FILE *f, Run *const *runs, int n, int markdown);

@@ -33,9 +33,13 @@ static const CliSpec plot_spec = {
     "  fig6             the paper's Fig. 6: the average benchmark score against the step, one panel per\n"
     "                   template (world.template), one curve per question set (train.question_set),\n"
     "                   seeds as mean with a 95% CI band\n"
+    "  masked-mean      (no run logs) a response's per-token weight and total weight against its\n"
+    "                   length under GRPO's per-response mean and each framework's default loss\n"
+    "                   (grpolab objective --table2)\n"
     "Runs still being written are read up to their last step (and said so on the figure).\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "fig5|length-bias|difficulty-bias|objectives|fig6 RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]",
+    "fig5|length-bias|difficulty-bias|objectives|fig6 RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]\n"
+    "       grpolab plot masked-mean [-o BASE] [--format png,pdf,svg]",
     plot_opts, 3, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
@@ -171,10 +175,60 @@ static int parse_with_o(const CliSpec *spec, int argc, char **argv, CliArgs *a) 
     return rc;
 }
 
+// The options every figure takes (-o, --format, --smooth) into *o (def_out: the default
+// --out); 2 after printing an error.
+static int plot_options(const CliArgs *a, const char *def_out, PlotOptions *o) {
+    *o = (PlotOptions){.out = cli_get(&plot_spec, a, "out"), .formats = FMT_ALL, .smooth = 0};
+    if (!o->out) o->out = def_out;
+    char err[2048];
+    const char *fmt = cli_get(&plot_spec, a, "format");
+    if (fmt && figure_parse_formats(fmt, &o->formats, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab plot: error: %s\n", err);
+        return 2;
+    }
+    const char *sm = cli_get(&plot_spec, a, "smooth");
+    if (sm) {
+        char *end;
+        o->smooth = strtod(sm, &end);
+        if (!*sm || *end || !(o->smooth > 0 && o->smooth <= 1)) {
+            fprintf(stderr, "grpolab plot: error: --smooth '%s': expected a number in (0, 1]\n", sm);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+// Prints where a figure went.
+static void plot_wrote(const char *fig, const PlotOptions *o) {
+    fprintf(stderr, "plot %s: wrote", fig);
+    static const char *const ext[] = {"png", "pdf", "svg"};
+    for (int i = 0; i < 3; i++)
+        if (o->formats & (1u << i)) fprintf(stderr, " %s.%s", o->out, ext[i]);
+    fprintf(stderr, " (numbers in %s_data/, script %s.gp)\n", o->out, o->out);
+}
+
+// `plot masked-mean`: a figure of closed forms, no run logs.
+static int plot_no_runs(const CliArgs *a) {
+    if (a->n_positional != 1) {
+        fprintf(stderr, "grpolab plot: error: masked-mean takes no run logs (got '%s')\n", a->positional[1]);
+        return 2;
+    }
+    PlotOptions o;
+    if (plot_options(a, "plots/masked_mean", &o) != 0) return 2;
+    char err[2048];
+    if (plot_masked_mean(&o, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab plot: error: %s\n", err);
+        return 1;
+    }
+    plot_wrote("masked-mean", &o);
+    return 0;
+}
+
 int cmd_plot(int argc, char **argv) {
     CliArgs a;
     int rc = parse_with_o(&plot_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
+    if (a.n_positional >= 1 && strcmp(a.positional[0], "masked-mean") == 0) return plot_no_runs(&a);
     if (a.n_positional < 2) {
         fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives, fig6)"
                                                                            : "no run log given (RUN.h5...)");
@@ -194,23 +248,9 @@ int cmd_plot(int argc, char **argv) {
                 "objectives, fig6)\n", fig);
         return 2;
     }
-    PlotOptions o = {.out = cli_get(&plot_spec, &a, "out"), .formats = FMT_ALL, .smooth = 0};
-    if (!o.out) o.out = def_out;
+    PlotOptions o;
+    if (plot_options(&a, def_out, &o) != 0) return 2;
     char err[2048];
-    const char *fmt = cli_get(&plot_spec, &a, "format");
-    if (fmt && figure_parse_formats(fmt, &o.formats, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab plot: error: %s\n", err);
-        return 2;
-    }
-    const char *sm = cli_get(&plot_spec, &a, "smooth");
-    if (sm) {
-        char *end;
-        o.smooth = strtod(sm, &end);
-        if (!*sm || *end || !(o.smooth > 0 && o.smooth <= 1)) {
-            fprintf(stderr, "grpolab plot: error: --smooth '%s': expected a number in (0, 1]\n", sm);
-            return 2;
-        }
-    }
     int n;
     char **groups, **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n, &groups);
     if (!paths) return 2;
@@ -221,13 +261,7 @@ int cmd_plot(int argc, char **argv) {
     fprintf(stderr, "plot %s: %d run%s -> %s\n", fig, n, n == 1 ? "" : "s", o.out);
     rc = draw(runs, n, &o, err, sizeof err);
     if (rc != 0) fprintf(stderr, "grpolab plot: error: %s\n", err);
-    else {
-        fprintf(stderr, "plot %s: wrote", fig);
-        static const char *const ext[] = {"png", "pdf", "svg"};
-        for (int i = 0; i < 3; i++)
-            if (o.formats & (1u << i)) fprintf(stderr, " %s.%s", o.out, ext[i]);
-        fprintf(stderr, " (numbers in %s_data/, script %s.gp)\n", o.out, o.out);
-    }
+    else plot_wrote(fig, &o);
     for (int i = 0; i < n; i++) run_free(runs[i]);
     free(runs);
     return rc ? 1 : 0;
