@@ -34,6 +34,10 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
 // columns); each run's curves EMA-smoothed with smooth (0: none) before the mean.
 int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group, int g,
                     const char *name, double smooth, char *err, size_t errlen);
+// Writes train_<name>.dat the same way: per step the mean over the runs of group g and its
+// 95% CI of the training reward and of the mean response length (EMA-smoothed with smooth).
+int plot_write_train(const Figure *fig, Run *const *runs, int n, const int *group, int g,
+                     const char *name, double smooth, char *err, size_t errlen);
 // The paper's Fig. 6: the benchmark score over the steps, one panel per template, one curve
 // per question set (fig6.c; its checks in fig6.h).
 int plot_fig6(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
