@@ -34,7 +34,7 @@ typedef struct {
 
 static int cmd_help(int argc, char **argv);
 static int check_train_init(Config *c);
-static int check_model_init(Config *c, const char *key, const char *what);
+static int check_model_init(Config *c, const char *key, const char *what, int required);
 
 // ---------------------------------------------------------------- version
 static int cmd_version(int argc, char **argv) {
@@ -311,7 +311,7 @@ static int cmd_pretrain(int argc, char **argv) {
             return 2;
         }
     }
-    if (check_model_init(c, "pretrain.init", "pretraining continues") != 0) {
+    if (check_model_init(c, "pretrain.init", "pretraining continues", 1) != 0) {
         config_free(c);
         return 2;
     }
@@ -562,16 +562,20 @@ static const CliSpec train_spec = {
 // leaves unset take the checkpoint's values, so the run log records the model that was
 // trained. A present tokenizer vocabulary must be this world's. An unreadable train.init is
 // left to train_run, which says why.
-static int check_train_init(Config *c) { return check_model_init(c, "train.init", "RL trains"); }
+static int check_train_init(Config *c) { return check_model_init(c, "train.init", "RL trains", 0); }
 
 // The same for the checkpoint a config key names (train.init, pretrain.init): `what` says who
-// trains it in the message.
-static int check_model_init(Config *c, const char *key, const char *what) {
+// trains it in the message; required: an unreadable checkpoint is an error here (else it is
+// left to the caller's loader).
+static int check_model_init(Config *c, const char *key, const char *what, int required) {
     const char *init = config_str(c, key);
     if (!*init) return 0;
     ModelConfig mc;
     char err[1024];
-    if (checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) return 0;
+    if (checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
+        if (required) fprintf(stderr, "grpolab: error: %s: %s\n", key, err);
+        return required ? -1 : 0;
+    }
     const char *vocab[256];
     int nv = world_vocab(vocab);
     if (mc.vocab_size == nv && checkpoint_check_vocab(init, vocab, nv, 1, err, sizeof err) != 0) {
