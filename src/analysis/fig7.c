@@ -227,6 +227,21 @@ void fig7_free(Run **runs, int n, int *base) {
     free(base);
 }
 
+// "set Yrange [...]" for an axis whose curves are flat (gnuplot would warn of an empty range):
+// [0:1] for a unit quantity (score, reward) inside it, else the value +- 1; "set autoscale" else.
+static int range_cmd(char *out, size_t cap, const char *axis, const char *const *files, int nf, int col,
+                     int unit) {
+    double lo = INFINITY, hi = -INFINITY;
+    int any = 0;
+    for (int i = 0; i < nf; i++)
+        for (int c = col; c <= col + 2; c++) any |= figure_column_range(files[i], c, &lo, &hi) > 0;
+    if (any && hi - lo == 0.0) {
+        if (unit && lo >= 0.0 && lo <= 1.0) return snprintf(out, cap, "set %srange [0:1]\n", axis);
+        return snprintf(out, cap, "set %srange [%.17g:%.17g]\n", axis, lo - 1.0, lo + 1.0);
+    }
+    return snprintf(out, cap, "set autoscale %s\n", axis);
+}
+
 int plot_fig7(Run *const *runs, int n, const int *base, const PlotOptions *o, char *err, size_t errlen) {
     Figure fig;
     if (figure_begin(&fig, o->out, o->formats, 1500, 520, err, errlen) != 0) return -1;
@@ -266,6 +281,12 @@ int plot_fig7(Run *const *runs, int n, const int *base, const PlotOptions *o, ch
         "set multiplot layout 1,2 title \"Fig. 7: mean over seeds with 95%% CI band%s%s%s\" font ',11'\n",
         sm, *enote ? "\\n" : "", enote);
     OUT("set title 'Dr. GRPO (R1 template) from three base models'\nset ylabel 'average benchmark score'\n");
+    char files[FIG7_N_BASES][1300];
+    const char *fp[FIG7_N_BASES];
+    int nf = 0;
+    for (int b = 0; b < FIG7_N_BASES; b++)
+        if (have[b]) snprintf(files[nf], sizeof files[nf], "%s/eval_%s.dat", fig.data_dir, FIG7_BASE_DIRS[b]), fp[nf] = files[nf], nf++;
+    len += (size_t)range_cmd(body + len, cap - len, "y", fp, nf, 2, 1);
     int any = 0;
     for (int b = 0; b < FIG7_N_BASES; b++) {
         if (!have[b]) continue;
@@ -279,6 +300,11 @@ int plot_fig7(Run *const *runs, int n, const int *base, const PlotOptions *o, ch
     OUT(any ? "\n" : "set label 1 'no Dr. GRPO runs' at graph 0.5,0.5 center\nplot [0:1][0:1] NaN notitle\nunset label 1\n");
     OUT("set title 'From the math base: GRPO vs Dr. GRPO'\nset ylabel 'training reward'\n"
         "set y2label 'response length (tokens, dashed)'\nset ytics nomirror\nset y2tics\n");
+    nf = 0;
+    for (int j = 0; j < 2; j++)
+        if (have_obj[j]) snprintf(files[nf], sizeof files[nf], "%s/train_%s.dat", fig.data_dir, objs[j]), fp[nf] = files[nf], nf++;
+    len += (size_t)range_cmd(body + len, cap - len, "y", fp, nf, 2, 1);
+    len += (size_t)range_cmd(body + len, cap - len, "y2", fp, nf, 5, 0);
     any = 0;
     for (int j = 0; j < 2; j++) {
         if (!have_obj[j]) continue;
