@@ -173,8 +173,8 @@ void fig7_print(FILE *f, const Fig7Verdict *v, int md) {
         put_est(f, v->gain[b], 3);
         fprintf(f, md ? " |\n" : "\n");
     }
-    fprintf(f, md ? "\n| check | result | why |\n|---|---|---|\n" : "Fig. 7 checks: %d of %d passed\n",
-            v->passed, v->checks);
+    fprintf(f, md ? "\nFig. 7 checks: %d of %d passed\n\n| check | result | why |\n|---|---|---|\n"
+                  : "Fig. 7 checks: %d of %d passed\n", v->passed, v->checks);
     for (int k = 0; k < FIG7_N_CHECKS; k++) {
         const Check *c = &v->check[k];
         if (!c->name) continue;
