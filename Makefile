@@ -86,7 +86,7 @@ LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
 endif
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench bench-rl blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6
+.PHONY: all deps probe test test-asan test-slurm bench bench-rl blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7
 
 all: deps probe $(BUILD)/grpolab
 
@@ -237,6 +237,12 @@ reproduce-fig5: all
 # BACKEND, JOBS, SET with TAG as above.
 reproduce-fig6: all
 	@SEEDS=$(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),1) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) SET="$(SET)" TAG="$(TAG)" GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig6.sh
+
+# Fig. 7 of the paper (scripts/reproduce-fig7.sh): the pretraining chain general -> math ->
+# math+QA, Dr. GRPO from each base and GRPO from the math base; SEEDS, QUICK, BACKEND and
+# JOBS as above (JOBS auto: 1 on a GPU, min(nproc, 2) on the CPU).
+reproduce-fig7: all
+	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig7.sh
 
 clean:
 	rm -rf build build-asan

@@ -1,4 +1,5 @@
-# Sourced by reproduce-fig5.sh and reproduce-fig6.sh: the steps the reproductions share.
+# Sourced by reproduce-fig5.sh, reproduce-fig6.sh and reproduce-fig7.sh: the steps the
+# reproductions share.
 # The caller sets NAME (its name in messages), SEEDS, QUICK, BACKEND, JOBS and BIN (their
 # defaults are the caller's), then calls, in this order:
 #   repro_check_args          refuses a SEEDS, JOBS or QUICK that is not one, a missing BIN,
@@ -12,6 +13,12 @@
 #   repro_sweep FILE          every run of the sweep file that exists must have been made with
 #                             the config it would be trained with now (`grpolab sweep plan`),
 #                             else the script stops before training; then `grpolab sweep run`
+#                             (the two halves: repro_sweep_check FILE, then repro_sweep_train
+#                             FILE JOBS [THREADS], for a caller that checks several sweeps first)
+#   repro_pretrain CONFIG OUT WHAT [--set K=V]...  repro_base's step for any model (the
+#                             stages of reproduce-fig7's chain): kept if pretrained with CONFIG
+#                             and the settings (and, for a continued stage, from the model now
+#                             at its pretrain.init), else the script stops; pretrained if missing
 #   repro_set_lines           the settings of the array TRAIN_SET (--set k=v pairs) as a sweep
 #                             file's [set] lines, a key given twice with its last value, and
 #                             train.init = BASE unless TRAIN_SET sets it
@@ -50,30 +57,32 @@ repro_paths() {
 }
 
 repro_base() {
-  mkdir -p "$(dirname "$BASE")"
-  if [ -f "$BASE" ]; then
+  local what="the base model"
+  [ "$QUICK" = 1 ] && what="the smoke base model (900 steps of level-1 questions)"
+  repro_pretrain experiments/base/pretrain.ini "$BASE" "$what" "${PRETRAIN_SET[@]}"
+}
+
+repro_pretrain() {
+  local config=$1 out=$2 what=$3 rc=0 msg
+  shift 3
+  mkdir -p "$(dirname "$out")"
+  if [ -f "$out" ]; then
     # reused only if it was pretrained with the config it would be pretrained with now
-    local rc=0 msg
-    msg=$("$BIN" config --print experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --against-model "$BASE" 2>&1) || rc=$?
+    msg=$("$BIN" config --print "$config" "$@" --against-model "$out" 2>&1) || rc=$?
     if [ "$rc" -ne 0 ]; then
       say "$msg"
-      say "stopping before training: delete or move $BASE to pretrain it again with the current config (nothing was changed)"
+      say "stopping before training: delete or move $out to pretrain it again with the current config (nothing was changed)"
       exit 1
     fi
-    say "base model $BASE exists and matches experiments/base/pretrain.ini (delete it to pretrain again)"
+    say "$what $out exists and matches $config (delete it to pretrain again)"
   else
-    if [ "$QUICK" = 1 ]; then
-      say "pretraining the smoke base model -> $BASE (experiments/base/pretrain.ini, 900 steps of level-1 questions)"
-    else
-      say "pretraining the base model -> $BASE (experiments/base/pretrain.ini; its time on a CPU: docs/benchmarks.md; on a GPU: docs/notebook/2026-12-04-bench-and-fig5-throughput.md)"
-    fi
+    say "pretraining $what -> $out ($config; its time on a CPU and a GPU: docs/benchmarks.md)"
     # an interrupted pretraining goes on from its checkpoint (pretrain --resume)
-    [ -f "$BASE.ckpt.h5" ] && say "an interrupted pretraining goes on from $BASE.ckpt.h5 (delete it to start again)"
-    local rc=0
-    "$BIN" pretrain --config experiments/base/pretrain.ini "${PRETRAIN_SET[@]}" --out "$BASE" --backend "$BACKEND" --resume || rc=$?
+    [ -f "$out.ckpt.h5" ] && say "an interrupted pretraining goes on from $out.ckpt.h5 (delete it to start again)"
+    "$BIN" pretrain --config "$config" "$@" --out "$out" --backend "$BACKEND" --resume || rc=$?
     if [ "$rc" -ne 0 ]; then
       [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: the same make target again goes on
-      say "stopping: the pretraining failed (above)"; exit 1
+      say "stopping: the pretraining of $out failed (above)"; exit 1
     fi
   fi
 }
@@ -90,6 +99,11 @@ repro_jobs() {
 }
 
 repro_sweep() {
+  repro_sweep_check "$1"
+  repro_sweep_train "$1" "$JOBS"
+}
+
+repro_sweep_check() {
   local sweep=$1 rc=0 plan msg
   plan=$("$BIN" sweep plan "$sweep" 2>&1) || rc=$?
   if [ "$rc" = 1 ]; then
@@ -102,11 +116,15 @@ repro_sweep() {
     say "stopping: $sweep is refused (above)"
     exit 2
   fi
-  rc=0
-  "$BIN" sweep run "$sweep" --jobs "$JOBS" --backend "$BACKEND" || rc=$?
+}
+
+repro_sweep_train() {
+  local sweep=$1 jobs=$2 rc=0 threads=()
+  [ $# -ge 3 ] && threads=(--threads "$3")
+  "$BIN" sweep run "$sweep" --jobs "$jobs" "${threads[@]}" --backend "$BACKEND" || rc=$?
   if [ "$rc" -ne 0 ]; then
     [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: the make target again continues
-    say "stopping: a run failed"; exit 1
+    say "stopping: a run of $sweep failed"; exit 1
   fi
 }
 

@@ -493,29 +493,57 @@ static void test_threads_match_one_thread(void **state) {
     model_free(m);
 }
 
-// docs/objectives.md's preset tables are `grpolab objective --markdown` (objective_print_md).
-static void test_doc_is_generated(void **state) {
+// The block of docs/objectives.md between "<!-- begin: TAG -->" and "<!-- end: TAG -->" must
+// be what print writes.
+static void check_generated_block(const char *tag, void (*print)(FILE *)) {
     FILE *f = fopen("docs/objectives.md", "r");
     if (!f) fail_msg("cannot open docs/objectives.md (run the tests from the repository root)");
     static char doc[1 << 17];
     size_t n = fread(doc, 1, sizeof doc - 1, f);
     doc[n] = '\0';
     fclose(f);
-    const char *begin_tag = "<!-- begin: grpolab objective --markdown -->\n";
-    const char *b = strstr(doc, begin_tag), *e = strstr(doc, "<!-- end: grpolab objective --markdown -->");
-    if (!b || !e || e < b) fail_msg("docs/objectives.md has no block '%s' .. '<!-- end: ... -->'", begin_tag);
+    char begin_tag[128], end_tag[128];
+    snprintf(begin_tag, sizeof begin_tag, "<!-- begin: %s -->\n", tag);
+    snprintf(end_tag, sizeof end_tag, "<!-- end: %s -->", tag);
+    const char *b = strstr(doc, begin_tag), *e = strstr(doc, end_tag);
+    if (!b || !e || e < b) fail_msg("docs/objectives.md has no block '%s' .. '%s'", begin_tag, end_tag);
     b += strlen(begin_tag);
     char *want = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&want, &len);
-    objective_print_md(m);
+    print(m);
     fclose(m);
     if (strlen(want) != (size_t)(e - b) || memcmp(want, b, len) != 0)
-        fail_msg("docs/objectives.md: the preset tables differ from `grpolab objective --markdown` "
-                 "(paste its output into the block)");
+        fail_msg("docs/objectives.md: the block '%s' differs from what `%s` prints (paste its output "
+                 "into the block)", tag, tag);
+    free(want);
+}
+
+// docs/objectives.md's preset tables are `grpolab objective --markdown` (objective_print_md).
+static void test_doc_is_generated(void **state) {
+    check_generated_block("grpolab objective --markdown", objective_print_md);
     printf("  docs/objectives.md: %d presets as `grpolab objective --markdown` prints them\n",
            objective_preset_count());
-    free(want);
+}
+
+// Table 2 (objective_print_table2): the doc holds the generated table, and its "divides by
+// |o_i|" column follows the definitions: c_i = 1/(M |o_i|) does, a constant 1/(M L_max) and
+// the batch's 1/sum_j |o_j| (the same for every response of the minibatch) do not.
+static void test_table2(void **state) {
+    check_generated_block("grpolab objective --table2", objective_print_table2);
+    assert_int_equal(aggregation_divides_by_length(AGG_SEQ_MEAN_TOKEN_MEAN), 1);
+    assert_int_equal(aggregation_divides_by_length(AGG_SEQ_MEAN_TOKEN_SUM_NORM), 0);
+    assert_int_equal(aggregation_divides_by_length(AGG_TOKEN_MEAN), 0);
+    assert_int_equal(aggregation_divides_by_length(AGG_SEQ_MEAN_TOKEN_SUM), 0);
+    assert_int_equal(aggregation_divides_by_length(AGG_TOKEN_SUM), 0);
+    assert_true(objective_framework_count() >= 4);
+    for (int k = 0; k < objective_framework_count(); k++) {
+        const char *name;
+        Aggregation agg;
+        assert_int_equal(objective_framework_default(k, &name, &agg), 0);
+        assert_non_null(name);
+    }
+    assert_int_equal(objective_framework_default(objective_framework_count(), NULL, NULL), -1);
 }
 
 static int setup(void **state) {
@@ -539,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_micro_batch_invariance),
         cmocka_unit_test(test_threads_match_one_thread),
         cmocka_unit_test(test_doc_is_generated),
+        cmocka_unit_test(test_table2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 
 #include "figure.h"
 #include "runs.h"
+#include "../kernels/objective.h"
 
 #define MAX_OBJECTIVES 8
 
@@ -34,6 +35,10 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
 // columns); each run's curves EMA-smoothed with smooth (0: none) before the mean.
 int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group, int g,
                     const char *name, double smooth, char *err, size_t errlen);
+// Writes train_<name>.dat the same way: per step the mean over the runs of group g and its
+// 95% CI of the training reward and of the mean response length (EMA-smoothed with smooth).
+int plot_write_train(const Figure *fig, Run *const *runs, int n, const int *group, int g,
+                     const char *name, double smooth, char *err, size_t errlen);
 // The paper's Fig. 6: the benchmark score over the steps, one panel per template, one curve
 // per question set (fig6.c; its checks in fig6.h).
 int plot_fig6(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
@@ -55,6 +60,20 @@ int sensitivity_axis_check(const char *axis, char *err, size_t errlen);
 int plot_objectives(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 // The summary's table of each run's /compare (nothing for a run without one).
 void summary_print_compare(FILE *f, Run *const *runs, int n, int markdown);
+
+// `grpolab plot masked-mean` (plot_masked_mean.c): a response's per-token weight c_i and its
+// total weight against its length under GRPO's per-response mean and each framework's default
+// aggregation (objective --table2), in a minibatch of MASKED_MEAN_M responses with budget
+// MASKED_MEAN_LMAX whose other responses are MASKED_MEAN_OTHERS tokens long (the fig5 run's
+// minibatch and budget; the others at a third of the budget). No run logs.
+#define MASKED_MEAN_M 64
+#define MASKED_MEAN_LMAX 300
+#define MASKED_MEAN_OTHERS 100
+int plot_masked_mean(const PlotOptions *o, char *err, size_t errlen);
+// The curves drawn: their aggregations and labels (at most cap); returns their number.
+int masked_mean_curves(Aggregation *aggs, char labels[][160], int cap);
+// M c_i of a response of len tokens under agg in that minibatch (aggregation_coef).
+double masked_mean_weight(Aggregation agg, int len);
 
 // Prints the summary (plain text or markdown). Returns 0.
 int summary_print(FILE *f, Run *const *runs, int n, int markdown);

@@ -9,6 +9,7 @@
 #include "../sim/sweep.h"
 #include "analysis.h"
 #include "fig6.h"
+#include "fig7.h"
 
 static const CliOption plot_opts[] = {
     {"out", "BASE", "output path without extension (also -o; default plots/<figure>): writes BASE.png/.pdf/.svg, "
@@ -40,15 +41,25 @@ static const CliSpec plot_spec = {
     "                   shares of incorrect eval responses cut by the budget; also BASE.md, a table\n"
     "                   with the final rewards and the base model's profile from `grpolab eval --out`\n"
     "                   logs given among the files (greedy; sampled with --failure-profile)\n"
+    "  fig7 DIR         the paper's Fig. 7 from DIR/{general,math,mathqa} (make reproduce-fig7): Dr. GRPO's\n"
+    "                   benchmark score from each base; GRPO's and Dr. GRPO's reward and length from\n"
+    "                   the math base\n"
+    "  masked-mean      (no run logs) a response's per-token weight and total weight against its\n"
+    "                   length under GRPO's per-response mean and each framework's default loss\n"
+    "                   (grpolab objective --table2)\n"
     "Runs still being written are read up to their last step (and said so on the figure).\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
     "fig5|length-bias|difficulty-bias|objectives|fig6 RUN.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]\n"
-    "       sensitivity --axis KEY RUN.h5|EVAL.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg]",
+    "       grpolab plot sensitivity --axis KEY RUN.h5|EVAL.h5|SWEEP_DIR... [-o BASE] [--format png,pdf,svg]\n"
+    "       grpolab plot fig7 DIR [-o BASE] [--format png,pdf,svg] [--smooth ALPHA]\n"
+    "       grpolab plot masked-mean [-o BASE] [--format png,pdf,svg]",
     plot_opts, 4, CLI_MAX_POSITIONAL, "FIGURE RUN.h5..."};
 
 static const CliOption summary_opts[] = {
     {"md", NULL, "print markdown tables"},
     {"check", NULL, "only say whether every run has logged all its planned steps: exit 0 if so, 1 if not"},
+    {"fig7", NULL, "the argument is a Fig. 7 directory (DIR/{general,math,mathqa}): the summary of its runs and "
+                   "the checks of Fig. 7 (docs/cli.md)"},
 };
 static const CliSpec summary_spec = {
     "summary",
@@ -60,8 +71,8 @@ static const CliSpec summary_spec = {
     "summary instead: start and plateau scores per template and question set, and the checks of the\n"
     "paper's four observations.\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "RUN.h5|SWEEP_DIR... [--md] [--check]",
-    summary_opts, 2, CLI_MAX_POSITIONAL, "RUN.h5..."};
+    "RUN.h5|SWEEP_DIR... [--md] [--check] | --fig7 DIR [--md]",
+    summary_opts, 3, CLI_MAX_POSITIONAL, "RUN.h5..."};
 
 // Loads every run; on error prints it and frees what was loaded.
 static Run **load_runs(const char *const *paths, int n) {
@@ -179,10 +190,85 @@ static int parse_with_o(const CliSpec *spec, int argc, char **argv, CliArgs *a) 
     return rc;
 }
 
+// The options every figure takes (-o, --format, --smooth) into *o (def_out: the default
+// --out); 2 after printing an error.
+static int plot_options(const CliArgs *a, const char *def_out, PlotOptions *o) {
+    *o = (PlotOptions){.out = cli_get(&plot_spec, a, "out"), .formats = FMT_ALL, .smooth = 0};
+    if (!o->out) o->out = def_out;
+    char err[2048];
+    const char *fmt = cli_get(&plot_spec, a, "format");
+    if (fmt && figure_parse_formats(fmt, &o->formats, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab plot: error: %s\n", err);
+        return 2;
+    }
+    const char *sm = cli_get(&plot_spec, a, "smooth");
+    if (sm) {
+        char *end;
+        o->smooth = strtod(sm, &end);
+        if (!*sm || *end || !(o->smooth > 0 && o->smooth <= 1)) {
+            fprintf(stderr, "grpolab plot: error: --smooth '%s': expected a number in (0, 1]\n", sm);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+// Prints where a figure went.
+static void plot_wrote(const char *fig, const PlotOptions *o) {
+    fprintf(stderr, "plot %s: wrote", fig);
+    static const char *const ext[] = {"png", "pdf", "svg"};
+    for (int i = 0; i < 3; i++)
+        if (o->formats & (1u << i)) fprintf(stderr, " %s.%s", o->out, ext[i]);
+    fprintf(stderr, " (numbers in %s_data/, script %s.gp)\n", o->out, o->out);
+}
+
+// `plot masked-mean`: a figure of closed forms, no run logs.
+static int plot_no_runs(const CliArgs *a) {
+    if (a->n_positional != 1) {
+        fprintf(stderr, "grpolab plot: error: masked-mean takes no run logs (got '%s')\n", a->positional[1]);
+        return 2;
+    }
+    PlotOptions o;
+    if (plot_options(a, "plots/masked_mean", &o) != 0) return 2;
+    char err[2048];
+    if (plot_masked_mean(&o, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab plot: error: %s\n", err);
+        return 1;
+    }
+    plot_wrote("masked-mean", &o);
+    return 0;
+}
+
+// `plot fig7 DIR`: the runs of a Fig. 7 directory (fig7.h).
+static int plot_fig7_dir(const CliArgs *a) {
+    if (a->n_positional != 2) {
+        fprintf(stderr, "grpolab plot: error: fig7 takes one directory (DIR/{general,math,mathqa}, "
+                "make reproduce-fig7), got %d arguments\n", a->n_positional - 1);
+        return 2;
+    }
+    PlotOptions o;
+    if (plot_options(a, "plots/fig7", &o) != 0) return 2;
+    char err[2048];
+    int n, *base;
+    Run **runs = fig7_load(a->positional[1], &n, &base, err, sizeof err);
+    if (!runs) {
+        fprintf(stderr, "grpolab plot: error: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "plot fig7: %d run%s -> %s\n", n, n == 1 ? "" : "s", o.out);
+    int rc = plot_fig7(runs, n, base, &o, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "grpolab plot: error: %s\n", err);
+    else plot_wrote("fig7", &o);
+    fig7_free(runs, n, base);
+    return rc ? 1 : 0;
+}
+
 int cmd_plot(int argc, char **argv) {
     CliArgs a;
     int rc = parse_with_o(&plot_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
+    if (a.n_positional >= 1 && strcmp(a.positional[0], "masked-mean") == 0) return plot_no_runs(&a);
+    if (a.n_positional >= 1 && strcmp(a.positional[0], "fig7") == 0) return plot_fig7_dir(&a);
     if (a.n_positional < 2) {
         fprintf(stderr, "grpolab plot: error: %s\n", a.n_positional == 0 ? "which figure? (fig5, length-bias, difficulty-bias, objectives, fig6, sensitivity)"
                                                                            : "no run log given (RUN.h5...)");
@@ -210,26 +296,12 @@ int cmd_plot(int argc, char **argv) {
                                                              "--axis corpus.p_recover)");
         return 2;
     }
-    PlotOptions o = {.out = cli_get(&plot_spec, &a, "out"), .formats = FMT_ALL, .smooth = 0};
-    if (!o.out) o.out = def_out;
+    PlotOptions o;
+    if (plot_options(&a, def_out, &o) != 0) return 2;
     char err[2048];
     if (axis && sensitivity_axis_check(axis, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab plot: error: %s\n", err);
         return 2;
-    }
-    const char *fmt = cli_get(&plot_spec, &a, "format");
-    if (fmt && figure_parse_formats(fmt, &o.formats, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab plot: error: %s\n", err);
-        return 2;
-    }
-    const char *sm = cli_get(&plot_spec, &a, "smooth");
-    if (sm) {
-        char *end;
-        o.smooth = strtod(sm, &end);
-        if (!*sm || *end || !(o.smooth > 0 && o.smooth <= 1)) {
-            fprintf(stderr, "grpolab plot: error: --smooth '%s': expected a number in (0, 1]\n", sm);
-            return 2;
-        }
     }
     int n;
     char **groups, **paths = expand_runs(a.positional + 1, a.n_positional - 1, &n, &groups);
@@ -251,13 +323,7 @@ int cmd_plot(int argc, char **argv) {
         for (int i = 0; i < n; i++) run_free(runs[i]);
         free(runs);
     }
-    if (rc == 0) {
-        fprintf(stderr, "plot %s: wrote", fig);
-        static const char *const ext[] = {"png", "pdf", "svg"};
-        for (int i = 0; i < 3; i++)
-            if (o.formats & (1u << i)) fprintf(stderr, " %s.%s", o.out, ext[i]);
-        fprintf(stderr, " (numbers in %s_data/, script %s.gp)\n", o.out, o.out);
-    }
+    if (rc == 0) plot_wrote(fig, &o);
     return rc ? 1 : 0;
 }
 
@@ -269,6 +335,31 @@ int cmd_summary(int argc, char **argv) {
         fprintf(stderr, "grpolab summary: error: no run log given (RUN.h5...)\n");
         cli_print_usage(&summary_spec, stderr);
         return 2;
+    }
+    if (cli_flag(&summary_spec, &a, "fig7")) {
+        if (a.n_positional != 1) {
+            fprintf(stderr, "grpolab summary: error: --fig7 takes one directory, got %d arguments\n", a.n_positional);
+            return 2;
+        }
+        char err[2048];
+        int n, *base;
+        Run **runs = fig7_load(a.positional[0], &n, &base, err, sizeof err);
+        if (!runs) {
+            fprintf(stderr, "grpolab summary: error: %s\n", err);
+            return 1;
+        }
+        Fig7Verdict v;
+        fig7_verdict(runs, n, base, &v);
+        // the summary's table per objective and base ("dr_grpo_math")
+        for (int i = 0; i < n; i++) {
+            char label[sizeof runs[i]->objective];
+            snprintf(label, sizeof label, "%.16s_%s", runs[i]->objective, FIG7_BASE_DIRS[base[i]]);
+            memcpy(runs[i]->objective, label, sizeof label);
+        }
+        summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
+        fig7_print(stdout, &v, cli_flag(&summary_spec, &a, "md"));
+        fig7_free(runs, n, base);
+        return 0;
     }
     int n;
     char **groups, **paths = expand_runs(a.positional, a.n_positional, &n, &groups);

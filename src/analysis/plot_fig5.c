@@ -31,7 +31,7 @@ static double *curve(const double *x, int n, double smooth) {
     return c;
 }
 
-static int write_train(const Figure *fig, Run *const *runs, int n, const int *group, int g,
+int plot_write_train(const Figure *fig, Run *const *runs, int n, const int *group, int g,
                        const char *name, double smooth, char *err, size_t errlen) {
     char file[128], path[1300];
     snprintf(file, sizeof file, "train_%s.dat", name);
@@ -127,7 +127,7 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
     int nruns[MAX_OBJECTIVES] = {0};
     for (int i = 0; i < n; i++) nruns[group[i]]++;
     for (int g = 0; g < ng; g++)
-        if (write_train(&fig, runs, n, group, g, names[g], o->smooth, err, errlen) != 0 ||
+        if (plot_write_train(&fig, runs, n, group, g, names[g], o->smooth, err, errlen) != 0 ||
             plot_write_eval(&fig, runs, n, group, g, names[g], 0, err, errlen) != 0)
             return -1;
 

@@ -24,6 +24,25 @@ int mean_ci95(const double *x, int n, double *mean, double *half) {
     return k;
 }
 
+int diff_ci95(const double *a, int na, const double *b, int nb, double *diff, double *half) {
+    const double *x[2] = {a, b};
+    int n[2] = {na, nb}, k[2] = {0, 0};
+    double m[2], ss = 0;
+    for (int t = 0; t < 2; t++) {
+        double s = 0;
+        for (int i = 0; i < n[t]; i++)
+            if (isfinite(x[t][i])) s += x[t][i], k[t]++;
+        m[t] = k[t] ? s / k[t] : NAN;
+        for (int i = 0; i < n[t]; i++)
+            if (isfinite(x[t][i])) ss += (x[t][i] - m[t]) * (x[t][i] - m[t]);
+    }
+    int df = k[0] + k[1] - 2;
+    *diff = m[1] - m[0];
+    *half = k[0] && k[1] && df > 0 ? gsl_cdf_tdist_Pinv(0.975, df) * sqrt(ss / df * (1.0 / k[0] + 1.0 / k[1]))
+                                   : NAN;
+    return k[0] + k[1];
+}
+
 int slope_ci95(const double *x, const double *y, int n, double *slope, double *half) {
     double *xs = xmalloc(((size_t)n + 1) * sizeof(double)), *ys = xmalloc(((size_t)n + 1) * sizeof(double));
     int k = 0;

@@ -11,6 +11,11 @@
 // over the k finite values (NaN if k < 2). Returns k.
 int mean_ci95(const double *x, int n, double *mean, double *half);
 
+// Difference of the means of the finite values of b and a (mean b - mean a) and the half-width
+// of its 95% CI, two-sample t with pooled variance: t_{0.975, ka+kb-2} s_p sqrt(1/ka + 1/kb)
+// (NaN if either is empty or ka + kb < 3). Returns ka + kb.
+int diff_ci95(const double *a, int na, const double *b, int nb, double *diff, double *half);
+
 // Least-squares line y = a + b x over the pairs where both are finite (gsl_fit_linear):
 // slope b and the half-width of its 95% CI, t_{0.975, k-2} sqrt(cov_bb) (NaN if k < 3).
 // Returns k (the pairs used).

@@ -357,14 +357,18 @@ done:
     return ret;
 }
 
-int checkpoint_read_run_id(const char *path, char **run_id, char *err, size_t errlen) {
+int checkpoint_read_str_attr(const char *path, const char *name, char **out, char *err, size_t errlen) {
     H5Quiet q = h5_quiet();
-    *run_id = NULL;
+    *out = NULL;
     hid_t f = open_checkpoint(path, err, errlen);
-    int r = f < 0 ? -1 : read_str1_attr(path, f, "run_id", run_id, err, errlen);
+    int r = f < 0 ? -1 : read_str1_attr(path, f, name, out, err, errlen);
     h5_close(f);
     h5_loud(q);
     return r;
+}
+
+int checkpoint_read_run_id(const char *path, char **run_id, char *err, size_t errlen) {
+    return checkpoint_read_str_attr(path, "run_id", run_id, err, errlen);
 }
 
 int checkpoint_check_vocab(const char *path, const char *const *vocab, int n, int missing_ok,
@@ -647,6 +651,11 @@ int checkpoint_save(const char *path, Model *m, const CkptInfo *info, char *err,
         TRY(write_attr(f, "config", str_t, str_t, scalar, &info->config_text), "attribute 'config'");
     if (info->run_id)
         TRY(write_attr(f, "run_id", str_t, str_t, scalar, &info->run_id), "attribute 'run_id'");
+    if (info->init_config)
+        TRY(write_attr(f, "init_config", str_t, str_t, scalar, &info->init_config), "attribute 'init_config'");
+    if (info->init_fingerprint)
+        TRY(write_attr(f, "init_fingerprint", str_t, str_t, scalar, &info->init_fingerprint),
+            "attribute 'init_fingerprint'");
     if (info->n_vocab > 0) {
         hsize_t nv = (hsize_t)info->n_vocab;
         TRY(vspace = H5Screate_simple(1, &nv, NULL), "a dataspace");

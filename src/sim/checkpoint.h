@@ -7,6 +7,8 @@
 //     model.<field> for every ModelConfig field (ints int32, floats float32: exact round trip)
 //     config            resolved config as INI text (only when given)
 //     run_id            the train run log the checkpoint belongs to (only when given)
+//     init_config       pretrain --init: the config stored in the model it continued from
+//     init_fingerprint  pretrain --init: FNV-1a-64 of that model's weights (train_init_fingerprint)
 //     tokenizer.vocab   1-D variable-length strings, token strings in id order (only when given)
 //   /<tensor name>      one float32 dataset per parameter tensor, named and shaped as in the
 //                       model's table, e.g. f['layers.0.attn.wq'] is (NH*hd, C)
@@ -45,6 +47,8 @@ typedef struct {
     int with_optimizer;        // also store AdamW m and v and the AdamW step count
     int keep_existing;         // 1: an existing file at path is an error (no --overwrite)
     const char *run_id;        // the run log's run_id (train's checkpoints; may be NULL)
+    const char *init_config;   // pretrain --init: the init's stored config (may be NULL)
+    const char *init_fingerprint;  // pretrain --init: the init's weights' fingerprint (may be NULL)
 } CkptInfo;
 
 // Writes the parameters of m (and, with info->with_optimizer, its AdamW state) with the
@@ -64,6 +68,9 @@ void checkpoint_free_vocab(char **vocab, int n_vocab);
 // The root attribute run_id as a malloc'd string in *run_id: 1, or 0 when the file has none
 // (*run_id NULL), or -1 with a message.
 int checkpoint_read_run_id(const char *path, char **run_id, char *err, size_t errlen);
+// Any scalar string root attribute (as checkpoint_read_run_id): 1 and a malloc'd *out, 0 when
+// the file has none (*out NULL), -1 with a message.
+int checkpoint_read_str_attr(const char *path, const char *name, char **out, char *err, size_t errlen);
 
 // Checks that the checkpoint at path stores exactly the tokenizer vocabulary vocab[0..n-1]
 // (the world's): 0 if so, else -1 with a message naming the file and the first difference (no

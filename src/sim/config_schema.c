@@ -77,6 +77,9 @@ const CfgKey CONFIG_SCHEMA[] = {
      "SIGINT/SIGTERM; removed when the model is written); 0 = only on a signal"},
     {"pretrain", "out", CFG_STRING, "data/models/base.h5", NO_RANGE, NULL,
      "checkpoint written at the end (--out overrides)"},
+    {"pretrain", "init", CFG_STRING, "", NO_RANGE, NULL,
+     "continue from this checkpoint (--init sets it; empty: a random init from run.seed); its "
+     "architecture is the model's, its stored config and weights' fingerprint go into the output"},
     // [corpus]: the pretraining corpus's behaviour knobs (corpus.h, docs/corpus.md); the
     // defaults equal corpus_params_default() (tested)
     {"corpus", "p_template_r1", CFG_FLOAT, "0.30", 0, 1, NULL, "share of documents in the r1 format"},
@@ -115,6 +118,8 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"corpus", "weight_level3", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 3 in the corpus"},
     {"corpus", "weight_level4", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 4 in the corpus"},
     {"corpus", "weight_level5", CFG_FLOAT, "1", 0, 1000, NULL, "relative share of level 5 in the corpus"},
+    {"corpus", "general_share", CFG_FLOAT, "0", 0, 1, NULL, "share of general documents: generated prose over the letters and punctuation of the tokenizer, no digits or operators (docs/world.md, \"General and question-answer documents\")"},
+    {"corpus", "qa_share", CFG_FLOAT, "0", 0, 1, NULL, "share of question-answer documents: the question and a short correct solution (its steps, no checks, no slips) in the document's format; general_share + qa_share <= 1"},
     {"corpus", "max_doc_tokens", CFG_INT, "256", 96, 1024, NULL,
      "documents are cut here (no <eos>); at most model.max_seq_len"},
     // [eval]: `grpolab eval` and the trainer's periodic evaluation

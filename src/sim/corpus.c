@@ -13,6 +13,9 @@ enum {
     PURPOSE_CORPUS_TASK = WORLD_PURPOSE_USER,       // the question (world_level_task)
     PURPOSE_CORPUS_LEVEL = WORLD_PURPOSE_USER + 1,  // the question's level
     PURPOSE_CORPUS_DOC = WORLD_PURPOSE_USER + 2,    // format and behaviour draws
+    PURPOSE_CORPUS_KIND = WORLD_PURPOSE_USER + 3,   // math, general or question-answer
+    PURPOSE_CORPUS_TEXT = WORLD_PURPOSE_USER + 4,   // a general document's words
+    PURPOSE_CORPUS_LEXICON = WORLD_PURPOSE_USER + 5,  // the made-up words of general text
 };
 
 #define MAX_STEPS 16
@@ -79,6 +82,7 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
         {"gap_share", p->gap_share, 1},             {"p_gap_right", p->p_gap_right, 1},
         {"p_gap_doubt", p->p_gap_doubt, 1},         {"loop_continue_spread", p->loop_continue_spread, 8},
         {"check_add_factor", p->check_add_factor, 1},
+        {"general_share", p->general_share, 1},     {"qa_share", p->qa_share, 1},
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++)
         if (check_prob(probs[i].name, probs[i].v, probs[i].hi, err, errlen)) return -1;
@@ -92,6 +96,9 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen) {
         wsum += p->level_weights[l];
     }
     if (!(wsum > 0)) return set_err(err, errlen, "corpus: level_weights are all zero");
+    if (p->general_share + p->qa_share > 1.0 + 1e-12)
+        return set_err(err, errlen, "corpus: general_share + qa_share = %g exceeds 1",
+                       p->general_share + p->qa_share);
     if (p->p_template_r1 + p->p_template_boxed > 1.0 + 1e-12)
         return set_err(err, errlen, "corpus: p_template_r1 + p_template_boxed = %g exceeds 1",
                        p->p_template_r1 + p->p_template_boxed);
@@ -387,6 +394,69 @@ static void write_response(const CorpusParams *p, WorldRng *r, const Task *task,
     info->correct = final == task->answer;
 }
 
+// ---------------------------------------------------------------- general documents
+
+#define LEXICON_SIZE 600
+#define LEXICON_SEED 20250321u  // the made-up language is the same in every world
+
+// Word w of the lexicon: one to three syllables of a consonant, a vowel and now and then a
+// closing consonant, so that no word is a digit, an operator or a tag.
+static void lexicon_word(int w, char *out) {
+    static const char cons[] = "bcdfghjklmnprstvwz", vow[] = "aeiou";
+    WorldRng r = world_rng(LEXICON_SEED, PURPOSE_CORPUS_LEXICON, w);
+    int syl = 1 + world_rng_pick(&r, (const double[]){0.3, 0.5, 0.2}, 3), n = 0;
+    for (int k = 0; k < syl; k++) {
+        out[n++] = cons[world_rng_int(&r, 0, (int)sizeof cons - 2)];
+        out[n++] = vow[world_rng_int(&r, 0, (int)sizeof vow - 2)];
+        if (world_rng_u01(&r) < 0.3) out[n++] = cons[world_rng_int(&r, 0, (int)sizeof cons - 2)];
+    }
+    out[n] = '\0';
+}
+
+int corpus_general_text(uint64_t seed, int64_t index, int max_tokens, char *out, size_t cap) {
+    WorldRng r = world_rng(seed, PURPOSE_CORPUS_TEXT, index);
+    int target = world_rng_int(&r, GENERAL_MIN_TOKENS, GENERAL_MAX_TOKENS);
+    if (target > max_tokens - 1) target = max_tokens - 1;  // one token for <eos>
+    Buf b = {out, 0, cap, 0};
+    if (cap) out[0] = '\0';
+    int words = 0;  // in the sentence
+    for (;;) {
+        // a word (frequent words are short: the index is Zipf-like)
+        char word[16];
+        double u = world_rng_u01(&r);
+        lexicon_word((int)(LEXICON_SIZE * u * u * u), word);
+        int len = (int)strlen(word);
+        // every character is one token; the word, its separator and an ending must fit
+        if ((int)b.len + len + 2 > target) break;
+        put(&b, "%s%s", words ? " " : "", word);
+        words++;
+        double v = world_rng_u01(&r);
+        if (words >= 4 && v < 0.15) {  // the sentence ends
+            put(&b, "%s", world_rng_u01(&r) < 0.15 ? "?" : ".");
+            put(&b, "%s", world_rng_u01(&r) < 0.2 ? "\n" : " ");
+            words = 0;
+        } else if (words >= 2 && v < 0.22) {
+            put(&b, ",");
+        }
+    }
+    // end on a full stop, then <eos>
+    while (b.len > 0 && (out[b.len - 1] == ' ' || out[b.len - 1] == '\n' || out[b.len - 1] == ',')) b.len--;
+    if (b.len == 0 || (out[b.len - 1] != '.' && out[b.len - 1] != '?')) {
+        if (cap > b.len) out[b.len] = '\0';
+        put(&b, ".");
+    }
+    if (cap > b.len) out[b.len] = '\0';
+    put(&b, "<eos>");
+    return b.overflow ? -1 : (int)b.len;
+}
+
+DocKind corpus_doc_kind(const CorpusParams *p, uint64_t seed, int64_t index) {
+    if (!(p->general_share > 0) && !(p->qa_share > 0)) return DOC_MATH;  // no draw: the default corpus
+    WorldRng r = world_rng(seed, PURPOSE_CORPUS_KIND, index);
+    double u = world_rng_u01(&r);
+    return u < p->general_share ? DOC_GENERAL : u < p->general_share + p->qa_share ? DOC_QA : DOC_MATH;
+}
+
 // ---------------------------------------------------------------- documents
 
 static int doc_level(const CorpusParams *p, uint64_t seed, int64_t index) {
@@ -401,6 +471,31 @@ void corpus_task(const CorpusParams *p, uint64_t seed, int64_t index, Task *out)
 int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *out, size_t cap,
                     DocInfo *info_out) {
     const Tokenizer *tk = tokenizer_default();
+    DocKind kind = corpus_doc_kind(p, seed, index);
+    if (kind == DOC_GENERAL) {
+        int len = corpus_general_text(seed, index, p->max_doc_tokens, out, cap);
+        if (len < 0) return -1;
+        if (info_out) {
+            memset(info_out, 0, sizeof *info_out);
+            info_out->kind = DOC_GENERAL;
+            info_out->format = TEMPLATE_NONE;
+            int ids[DRAFT_CAP];  // one token per character, <eos> one
+            char err[128];
+            info_out->length_tokens = tok_encode(tk, out, ids, DRAFT_CAP, err, sizeof err);
+            if (info_out->length_tokens < 0) die("corpus: general document %lld: %s", (long long)index, err);
+            info_out->response_tokens = info_out->length_tokens;
+        }
+        return len;
+    }
+    // a question-answer document: the same draws, with the writer's behaviour switched off
+    CorpusParams qa;
+    if (kind == DOC_QA) {
+        qa = *p;
+        qa.p_restate = qa.p_check_step = qa.p_check_step_r1 = qa.p_r1_off_format = 0;
+        qa.gap_share = 0;
+        for (int l = 0; l < WORLD_NUM_LEVELS; l++) qa.p_error_by_level[l] = 0;
+        p = &qa;
+    }
     Task task;
     corpus_task(p, seed, index, &task);
     WorldRng r = world_rng(seed, PURPOSE_CORPUS_DOC, index);
@@ -419,6 +514,7 @@ int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *o
     int n_tok = 0, prompt_len = 0;
     for (int attempt = 0;; attempt++) {
         memset(&info, 0, sizeof info);
+        info.kind = kind;
         info.level = task.level;
         info.format = fmt;
         info.off_format = off_style != 0;

@@ -76,6 +76,10 @@ typedef struct {
     int loop_min_cycles;       // a loop writes at least this many further wrong attempts
     int loop_max_cycles;       // ... and at most this many (0: no cap but the writer's own limit)
     int max_doc_tokens;        // context: longer documents are cut here (no <eos>)
+    double general_share;      // share of general documents (no arithmetic; corpus_general_text)
+    double qa_share;           // share of question-answer documents: the question and a short
+                               // correct solution in the document's format (no restate, checks,
+                               // slips, gaps or off-format endings)
 } CorpusParams;
 
 CorpusParams corpus_params_default(void);
@@ -85,8 +89,11 @@ int corpus_params_validate(const CorpusParams *p, char *err, size_t errlen);
 // spread over the facts by loop_continue_spread; docs/corpus.md).
 double corpus_loop_continue(const CorpusParams *p, char op, int64_t a, int64_t b);
 
+typedef enum { DOC_MATH = 0, DOC_GENERAL = 1, DOC_QA = 2 } DocKind;
+
 typedef struct {
-    int level;
+    DocKind kind;      // which of the three kinds the document is (general_share, qa_share)
+    int level;         // (general documents: 0, no task)
     Template format;   // the document's prompt
     int off_format;    // an r1 document that ends in another format
     int n_steps;       // steps of the question (first passes)
@@ -124,6 +131,18 @@ typedef struct {
 // info may be NULL. The prompt part is the first info->prompt_chars bytes.
 int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *out, size_t cap,
                     DocInfo *info);
+
+// The kind of document `index`: DOC_MATH unless general_share or qa_share is set; drawn on a
+// stream of its own, so the other documents of an index keep their task and behaviour.
+DocKind corpus_doc_kind(const CorpusParams *p, uint64_t seed, int64_t index);
+
+// A general document: sentences of made-up words over the tokenizer's lowercase letters,
+// separated by spaces, commas and newlines, ending in '.' or '?', then "<eos>"; no digit and
+// no arithmetic symbol. Its length is drawn from [GENERAL_MIN_TOKENS, GENERAL_MAX_TOKENS]
+// (capped at max_tokens). Returns the length in bytes, -1 if cap is too small.
+#define GENERAL_MIN_TOKENS 30
+#define GENERAL_MAX_TOKENS 200
+int corpus_general_text(uint64_t seed, int64_t index, int max_tokens, char *out, size_t cap);
 
 // The task of document `index` (the question and answer its reasoning is about).
 void corpus_task(const CorpusParams *p, uint64_t seed, int64_t index, Task *out);

@@ -36,6 +36,7 @@ typedef struct {
 
 static int cmd_help(int argc, char **argv);
 static int check_train_init(Config *c);
+static int check_model_init(Config *c, const char *key, const char *what, int required);
 
 // ---------------------------------------------------------------- version
 static int cmd_version(int argc, char **argv) {
@@ -281,7 +282,8 @@ static const CliOption pretrain_opts[] = {
     {"config", "FILE", "config file (e.g. experiments/base/pretrain.ini)"},
     {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
     {"out", "FILE", "checkpoint to write (default: pretrain.out, data/models/base.h5)"},
-    {"init", "FILE", "start from this checkpoint instead of a random init"},
+    {"init", "FILE", "continue from this checkpoint (pretrain.init): its weights and architecture; "
+                     "its config and weights' fingerprint are recorded in the output"},
     {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
     {"overwrite", NULL, "replace an existing --out FILE and the checkpoint of an interrupted "
                         "pretraining into it (without it, either is an error)"},
@@ -303,11 +305,27 @@ static int cmd_pretrain(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : 2;
     Config *c = cli_load_config(cli_get(&pretrain_spec, &a, "config"), &a);
     if (!c) return 2;
+    // --init is pretrain.init, so the stored config names the model this one continues; the
+    // architecture is the init's ([model] keys the config sets must agree with it)
+    const char *init = cli_get(&pretrain_spec, &a, "init");
+    char err[1024];
+    if (init) {
+        char set[1200];
+        snprintf(set, sizeof set, "pretrain.init=%s", init);
+        if (config_set(c, set, err, sizeof err) != 0) {
+            fprintf(stderr, "grpolab: error: --init: %s\n", err);
+            config_free(c);
+            return 2;
+        }
+    }
+    if (check_model_init(c, "pretrain.init", "pretraining continues", 1) != 0) {
+        config_free(c);
+        return 2;
+    }
     const char *out = cli_get(&pretrain_spec, &a, "out");
     if (!out) out = config_str(c, "pretrain.out");
     // refused and claimed before any training: a run whose model cannot be saved never starts
     // (pretrain_run checks the directory and the free space after the config)
-    char err[1024];
     int resume = cli_flag(&pretrain_spec, &a, "resume"), overwrite = cli_flag(&pretrain_spec, &a, "overwrite");
     if (resume && overwrite) {
         fprintf(stderr, "grpolab pretrain: error: --resume and --overwrite exclude each other\n");
@@ -340,7 +358,7 @@ static int cmd_pretrain(int argc, char **argv) {
         rc = 2;
     } else {
         train_note_command(argc, argv);
-        rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, cli_get(&pretrain_spec, &a, "init"),
+        rc = pretrain_run(c, cli_get(&pretrain_spec, &a, "backend"), out, NULL,
                           resume ? PRETRAIN_RESUME : overwrite ? PRETRAIN_OVERWRITE : PRETRAIN_NEW, NULL);
     }
     if (claimed) out_release(out);
@@ -656,15 +674,24 @@ static const CliSpec train_spec = {
 // leaves unset take the checkpoint's values, so the run log records the model that was
 // trained. A present tokenizer vocabulary must be this world's. An unreadable train.init is
 // left to train_run, which says why.
-static int check_train_init(Config *c) {
-    const char *init = config_str(c, "train.init");
+static int check_train_init(Config *c) { return check_model_init(c, "train.init", "RL trains", 0); }
+
+// The same for the checkpoint a config key names (train.init, pretrain.init): `what` says who
+// trains it in the message; required: an unreadable checkpoint is an error here (else it is
+// left to the caller's loader).
+static int check_model_init(Config *c, const char *key, const char *what, int required) {
+    const char *init = config_str(c, key);
+    if (!*init) return 0;
     ModelConfig mc;
     char err[1024];
-    if (checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) return 0;
+    if (checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err) != 0) {
+        if (required) fprintf(stderr, "grpolab: error: %s: %s\n", key, err);
+        return required ? -1 : 0;
+    }
     const char *vocab[256];
     int nv = world_vocab(vocab);
     if (mc.vocab_size == nv && checkpoint_check_vocab(init, vocab, nv, 1, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: train.init: %s\n", err);
+        fprintf(stderr, "grpolab: error: %s: %s\n", key, err);
         return -1;
     }
     struct {
@@ -683,16 +710,16 @@ static int check_train_init(Config *c) {
         char set[128];
         if (now == keys[i].value) continue;
         if (config_was_set(c, keys[i].key)) {
-            fprintf(stderr, "grpolab: error: the config sets %s = %.9g, but train.init '%s' is a model "
-                    "with %.9g: the model RL trains is train.init's; remove the key from [model] or "
-                    "make it match\n", keys[i].key, now, init, keys[i].value);
+            fprintf(stderr, "grpolab: error: the config sets %s = %.9g, but %s '%s' is a model "
+                    "with %.9g: the model %s is %s's; remove the key from [model] or "
+                    "make it match\n", keys[i].key, now, key, init, keys[i].value, what, key);
             return -1;
         }
         if (k->type == CFG_BOOL)
             snprintf(set, sizeof set, "%s=%s", keys[i].key, keys[i].value != 0 ? "true" : "false");
         else
             snprintf(set, sizeof set, "%s=%.9g", keys[i].key, keys[i].value);
-        if (config_set(c, set, err, sizeof err) != 0) die("train.init's %s: %s", keys[i].key, err);
+        if (config_set(c, set, err, sizeof err) != 0) die("%s's %s: %s", key, keys[i].key, err);
     }
     return 0;
 }

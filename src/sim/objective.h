@@ -42,6 +42,19 @@ int objective_cli(int argc, char **argv);
 void objective_print_show(int i, FILE *f);
 // The tables of docs/objectives.md (--markdown; tests/test_conformance.c keeps them equal).
 void objective_print_md(FILE *f);
+// A markdown table cell of text s ('|' escaped).
+void objective_md_cell(const char *s, FILE *f);
+
+// Today's version of the paper's Table 2 (objective_table2.c, --table2): per framework, the
+// commit its settings were read at, its default loss aggregation (a preset's), c_i, whether
+// it divides by the response length, and the map's settings for grpo and dr_grpo.
+void objective_print_table2(FILE *f);
+int objective_framework_count(void);
+// Framework k's name and default aggregation; -1 past the end.
+int objective_framework_default(int k, const char **name, Aggregation *agg);
+// 1 if the aggregation's c_i (aggregation_coef) holds 1/|o_i|: two responses of different
+// lengths in one minibatch get different coefficients.
+int aggregation_divides_by_length(Aggregation agg);
 
 const char *baseline_name(Baseline b);
 const char *scale_name(Scale s);

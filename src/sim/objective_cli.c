@@ -42,6 +42,8 @@ static void cell(const char *s, FILE *f) {
     fputc(' ', f);
 }
 
+void objective_md_cell(const char *s, FILE *f) { cell(s, f); }
+
 void objective_print_md(FILE *f) {
     fprintf(f, "| preset | knobs | advantage A_i | token weight w = -dL/dlog pi | source |\n");
     fprintf(f, "|---|---|---|---|---|\n");
@@ -77,19 +79,25 @@ int objective_cli(int argc, char **argv) {
         {"list", NULL, "list the presets, one line each"},
         {"show", "NAME", "a preset's knobs, formulas and the settings of TRL, verl, OpenRLHF and oat"},
         {"markdown", NULL, "the tables of docs/objectives.md"},
+        {"table2", NULL, "the paper's Table 2 today: each framework's default loss and whether it divides by the response length"},
     };
     static const CliSpec spec = {"objective", "The objective presets (src/sim/objective.c): their knobs, "
                                  "advantage and token-weight formulas, and the same objective's "
                                  "settings in other frameworks.",
-                                 "--list | --show NAME | --markdown", opts, 3, 0, NULL};
+                                 "--list | --show NAME | --markdown | --table2", opts, 4, 0, NULL};
     CliArgs a;
     int rc = cli_parse(&spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
     const char *name = cli_get(&spec, &a, "show");
     int list = cli_flag(&spec, &a, "list"), md = cli_flag(&spec, &a, "markdown");
-    if ((name != NULL) + list + md != 1) {
-        fprintf(stderr, "grpolab objective: error: give one of --list, --show NAME, --markdown\n");
+    int table2 = cli_flag(&spec, &a, "table2");
+    if ((name != NULL) + list + md + table2 != 1) {
+        fprintf(stderr, "grpolab objective: error: give one of --list, --show NAME, --markdown, --table2\n");
         return 2;
+    }
+    if (table2) {
+        objective_print_table2(stdout);
+        return 0;
     }
     if (md) {
         objective_print_md(stdout);

@@ -54,7 +54,24 @@ int pretrain_compare_model_config(const char *model_path, const Config *now, cha
                 "now): %s", model_path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
         return 1;
     }
-    return 0;
+    // continued pretraining: the model it continued must still be the one at pretrain.init
+    char *then_fp = NULL, now_fp[17], err[512];
+    if (checkpoint_read_str_attr(model_path, "init_fingerprint", &then_fp, msg, msglen) < 0) return -1;
+    if (!then_fp) return 0;
+    const char *init = config_str(now, "pretrain.init");
+    int rc = 0;
+    if (train_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
+        set_err(msg, msglen, "%s continued pretraining from pretrain.init '%s', which cannot be read "
+                "now: %s", model_path, init, err);
+        rc = 1;
+    } else if (strcmp(then_fp, now_fp) != 0) {
+        set_err(msg, msglen, "%s continued pretraining from other weights than those now at "
+                "pretrain.init '%s' (fingerprint %s then, %s now): that model was pretrained again",
+                model_path, init, then_fp, now_fp);
+        rc = 1;
+    }
+    free(then_fp);
+    return rc;
 }
 
 // ---------------------------------------------------------------- checkpoints for --resume
@@ -182,6 +199,23 @@ static void report_kept_checkpoint(const char *ckpt_path, const char *err) {
         fprintf(stderr, "pretrain: no checkpoint was saved: the pretraining starts again from step 0\n");
 }
 
+// Continued pretraining: loads the weights of init_path into m (its architecture must be m's;
+// checkpoint_load names a field that differs) and returns what the output records of it, its
+// stored config (*init_config, malloc'd; NULL if it has none) and the fingerprint of its
+// weights (train_init_fingerprint). -1 with a message naming the file on error.
+static int load_init(const char *init_path, Model *m, char **init_config, char fp[17], char *err,
+                     size_t errlen) {
+    *init_config = NULL;
+    if (checkpoint_load(init_path, m, 0, err, errlen) != 0) return -1;
+    if (checkpoint_read_meta(init_path, NULL, NULL, NULL, init_config, NULL, NULL, err, errlen) != 0 ||
+        train_init_fingerprint(init_path, fp, err, errlen) != 0) {
+        free(*init_config);
+        *init_config = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int pretrain_run(const Config *cfg, const char *backend_override, const char *out_path,
                  const char *init_path, PretrainMode mode, PretrainStats *stats) {
     char err[1024];
@@ -226,8 +260,10 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
         backend_destroy(bk);
         return 2;
     }
+    char *init_config = NULL, init_fp[17] = "";
+    if (!init_path && *config_str(cfg, "pretrain.init")) init_path = config_str(cfg, "pretrain.init");
     if (init_path) {
-        if (checkpoint_load(init_path, m, 0, err, sizeof err) != 0) {
+        if (load_init(init_path, m, &init_config, init_fp, err, sizeof err) != 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);
             model_free(m);
             backend_destroy(bk);
@@ -352,7 +388,9 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
         int nv = tok_vocab_size(tk);
         for (int i = 0; i < nv; i++) vocab[i] = tok_str(tk, i);
         char *text = config_to_ini(cfg);
-        CkptInfo info = {.vocab = vocab, .n_vocab = nv, .config_text = text, .step = steps, .with_optimizer = 0};
+        CkptInfo info = {.vocab = vocab, .n_vocab = nv, .config_text = text, .step = steps, .with_optimizer = 0,
+                         .init_config = init_path ? (init_config ? init_config : "") : NULL,
+                         .init_fingerprint = init_path ? init_fp : NULL};
         if (checkpoint_save(out_path, m, &info, err, sizeof err) != 0) {
             // the state after the last step, for --resume to write the model again
             char err2[1024];
@@ -373,6 +411,7 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
         free(text);
     }
     free(ckpt_path);
+    free(init_config);
     free(tokens);
     free(targets);
     free(lengths);

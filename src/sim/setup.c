@@ -82,7 +82,8 @@ int setup_corpus_params(const Config *c, CorpusParams *p, char *err, size_t errl
         KNOB("p_loop_give_up", p_loop_give_up),     KNOB("p_recheck", p_recheck),
         KNOB("gap_share", gap_share),               KNOB("p_gap_right", p_gap_right),
         KNOB("p_gap_doubt", p_gap_doubt),           KNOB("loop_continue_spread", loop_continue_spread),
-        KNOB("check_add_factor", check_add_factor),
+        KNOB("check_add_factor", check_add_factor), KNOB("general_share", general_share),
+        KNOB("qa_share", qa_share),
 #undef KNOB
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
