@@ -56,9 +56,17 @@ static void closed_advantages(const ObjectiveConfig *o, const float *rewards, do
             }
             if (o->baseline == BASELINE_GREEDY) b = GREEDY[g];
             if (o->baseline == BASELINE_MAX_LOO) {
-                b = -1e30;
-                for (int j = 0; j < G; j++)
-                    if (j != i && rg[j] > b) b = rg[j];
+                // pass@k (Tang et al.): only the group's best response gets r_max - r_second,
+                // every other response 0, and all 0 where two responses share the best reward
+                int best = 0, n_best = 0;
+                for (int j = 1; j < G; j++)
+                    if (rg[j] > rg[best]) best = j;
+                double second = -1e30;
+                for (int j = 0; j < G; j++) {
+                    n_best += rg[j] == rg[best];
+                    if (j != best && rg[j] > second) second = rg[j];
+                }
+                b = i == best && n_best == 1 ? second : rg[i];  // r_i - b: the advantage before the scale
             }
             int equal = rg[0] == rg[1] && rg[1] == rg[2] && rg[2] == rg[3];
             d[g * G + i] = equal && o->baseline != BASELINE_GREEDY ? 0 : rg[i] - b;
@@ -181,6 +189,32 @@ static ObjectiveConfig preset_knobs(int k) {
     assert_non_null(objective_preset_info(k, &o));
     o.l_max = L_MAX;
     return o;
+}
+
+// pass@k on hand-worked groups: {1, 0, 0, 0.5} gives the best response r_max - r_second =
+// 0.5 and the others 0; a tie at the best, {1, 1, 0, 1}, gives every response 0; with the
+// group std (ddof 1: mean 0.375, squared deviations 0.390625 + 2 x 0.140625 + 0.015625 =
+// 0.6875, so std = sqrt(0.6875 / 3)) the best gets 0.5 / (std + 1e-6).
+static void test_passk_hand_worked(void **state) {
+    (void)state;
+    ObjectiveConfig o;
+    assert_int_equal(objective_preset("grpo_passk", L_MAX, &o), 0);
+    const float r[N] = {1, 0, 0, 0.5f, 1, 1, 0, 1};
+    float adv[N];
+    o.scale = SCALE_NONE;
+    kn_group_advantages(cpu, adv, NULL, NULL, r, LEN, NULL, P, G, &o);
+    const double none[N] = {0.5, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < N; i++) assert_near(adv[i], none[i], 1e-7, "pass@k, scale none");
+    o.scale = SCALE_GROUP_STD;
+    kn_group_advantages(cpu, adv, NULL, NULL, r, LEN, NULL, P, G, &o);
+    const double scaled[N] = {0.5 / (sqrt(0.6875 / 3) + 1e-6), 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < N; i++) assert_near(adv[i], scaled[i], 1e-6, "pass@k, group std");
+    // the best response anywhere in the group, and negative rewards: {-1, 2, 0.5, 2.5}
+    const float r2[G] = {-1, 2, 0.5f, 2.5f};
+    o.scale = SCALE_NONE;
+    kn_group_advantages(cpu, adv, NULL, NULL, r2, LEN, NULL, 1, G, &o);
+    const double want2[G] = {0, 0, 0, 0.5};
+    for (int i = 0; i < G; i++) assert_near(adv[i], want2[i], 1e-7, "pass@k, best last");
 }
 
 // Token log-ratios of the batch: seed 0 gives rho = 1, else uniform in [-a, a].
@@ -534,6 +568,7 @@ int main(void) {
         cmocka_unit_test(test_every_preset_closed_form),
         cmocka_unit_test(test_rho_one_is_c_times_a),
         cmocka_unit_test(test_all_equal_groups),
+        cmocka_unit_test(test_passk_hand_worked),
         cmocka_unit_test(test_gspo_sequence_ratio),
         cmocka_unit_test(test_finite_differences),
         cmocka_unit_test(test_micro_batch_invariance),

@@ -22,7 +22,8 @@ typedef enum {
     BASELINE_LEAVE_ONE_OUT = 1,    // b_i = mean_{j != i} r_j (RLOO)
     BASELINE_LENGTH_WEIGHTED = 2,  // b = sum_j |o_j| r_j / sum_j |o_j| (OPO)
     BASELINE_GREEDY = 3,           // b = reward of the prompt's greedy response (ReMax)
-    BASELINE_MAX_LOO = 4,          // b_i = max_{j != i} r_j (pass@k / max@k with a leave-one-out baseline)
+    BASELINE_MAX_LOO = 4,          // b_i = min(r_i, max_{j != i} r_j): only a group's strict best
+                                   // response gets r_max - r_second, every other 0 (pass@k)
 } Baseline;
 typedef enum {
     SCALE_GROUP_STD = 0,    // s = std of the group's rewards
@@ -257,11 +258,11 @@ OBJ_HD double group_baseline(const ObjectiveConfig *oc, const float *r, const in
             return l > 0 ? lr / l : mean;
         }
         case BASELINE_GREEDY: return greedy;
-        case BASELINE_MAX_LOO: {
+        case BASELINE_MAX_LOO: {  // min(r_i, max_{j != i} r_j): r_i - b_i = max(0, r_i - max_{j != i} r_j)
             double b = -INFINITY;
             for (int j = 0; j < G; j++)
                 if (j != i && r[j] > b) b = r[j];
-            return b;
+            return r[i] < b ? r[i] : b;
         }
         case BASELINE_GROUP_MEAN: default: return mean;
     }

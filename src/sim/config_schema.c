@@ -130,7 +130,8 @@ const CfgKey CONFIG_SCHEMA[] = {
      "`grpolab objective --show NAME`)"},
     {"objective", "baseline", CFG_ENUM, "preset", NO_RANGE, "preset|group_mean|leave_one_out|length_weighted|greedy|max_loo",
      "advantage baseline b_i (length_weighted: OPO's sum|o|r/sum|o|; greedy: the greedy response's "
-     "reward, ReMax; max_loo: max of the others, pass@k); preset = the preset's"},
+     "reward, ReMax; max_loo: pass@k, the group's strict best gets r_max - r_second, the others "
+     "0); preset = the preset's"},
     {"objective", "scale", CFG_ENUM, "preset", NO_RANGE, "preset|group_std|batch_std|none|batch_whiten",
      "advantage scale s_i (std + std_eps, or 1; batch_whiten: r - b whitened over the batch, "
      "REINFORCE++-baseline); preset = the preset's"},
