@@ -131,7 +131,9 @@ static double closed_weight(const ObjectiveConfig *o, double c, double A, const 
     }
     switch (o->clip) {
         case CLIP_PPO: {
-            int clipped = (A > 0 && rho > hi) || (A < 0 && rho < lo);
+            // the dual clip caps A < 0's loss -A rho at -A clip_ratio_c: constant above it
+            int dual = o->clip_ratio_c > 0 && A < 0 && rho > o->clip_ratio_c;
+            int clipped = (A > 0 && rho > hi) || (A < 0 && rho < lo) || dual;
             return clipped ? 0 : c * A * rho;
         }
         case CLIP_CISPO: return c * A * fmin(fmax(rho, lo), hi);
@@ -238,6 +240,13 @@ static void test_every_preset_closed_form(void **state) {
         printf("  %-22s worst |w - closed| / |c A|: rho=1 %.1e, off-policy %.1e, env mask %.1e\n",
                o.preset, e1, e2, e3);
         assert_true(e1 < 1e-5 && e2 < 1e-5 && e3 < 1e-5);
+        if (o.clip != CLIP_PPO || o.ratio == RATIO_GEO_MEAN || o.ratio == RATIO_NONE) continue;
+        // with verl's dual clip at 3 and |log rho| up to 1.5 (rho up to 4.5: above the cap)
+        o.clip_ratio_c = 3.0f;
+        ratios(lr, 23, 1.5);
+        double e4 = check_batch(&o, REWARDS, lr, NULL);
+        printf("  %-22s dual clip 3, |log rho| <= 1.5: %.1e\n", o.preset, e4);
+        assert_true(e4 < 1e-5);
     }
 }
 

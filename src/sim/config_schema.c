@@ -153,6 +153,9 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"objective", "clip", CFG_ENUM, "preset", NO_RANGE, "preset|ppo|cispo|sapo|none",
      "how the ratio enters: ppo (min-clip), cispo (clipped ratio as a stop-gradient weight), "
      "sapo (soft gate), none; preset = the preset's"},
+    {"objective", "clip_ratio_c", CFG_FLOAT, "0", 0, 1e9, NULL,
+     "dual clip (verl's clip_ratio_c, default 3 there): a token with A < 0 and ratio > "
+     "clip_ratio_c gets no gradient (clip ppo); 0 = off; unset: the preset's (every preset: 0)"},
     {"objective", "tau_pos", CFG_FLOAT, "1", 1e-6, 1000, NULL,
      "SAPO gate temperature for A > 0; unset: the preset's (shown: grpo's)"},
     {"objective", "tau_neg", CFG_FLOAT, "1.05", 1e-6, 1000, NULL,

@@ -35,7 +35,7 @@ static int find_name(const char *const *names, int n, const char *s) {
 // verl use; l_max 0 is the sampler's budget; tau_pos/tau_neg are SAPO's defaults and read
 // only by clip sapo.
 #define P(name, base, scale, agg, eps_lo, eps_hi, ratio, clip, scope)                            \
-    {name, base, scale, 1, 1e-6f, agg, 0, eps_lo, eps_hi, 0.0f, 0, ratio, clip, 1.0f, 1.05f, scope}
+    {name, base, scale, 1, 1e-6f, agg, 0, eps_lo, eps_hi, 0.0f, 0, ratio, clip, 1.0f, 1.05f, scope, 0.0f}
 static const ObjectiveConfig PRESETS[] = {
     // name, baseline, scale, aggregation, eps_low, eps_high, ratio, clip, token-mean scope
     P("grpo", BASELINE_GROUP_MEAN, SCALE_GROUP_STD, AGG_SEQ_MEAN_TOKEN_MEAN, 0.2f, 0.2f, RATIO_TOKEN, CLIP_PPO, SCOPE_GLOBAL),
@@ -207,6 +207,13 @@ int objective_check(const ObjectiveConfig *o, char *err, size_t errlen) {
     if (o->ratio == RATIO_GEO_MEAN && (o->clip == CLIP_CISPO || o->clip == CLIP_SAPO))
         return set_err(err, errlen, "objective.ratio = geo_mean with objective.clip = %s: the geometric "
                        "mean has its own log-space clip (clip = ppo) or none", clip_name(o->clip));
+    if (o->clip_ratio_c != 0 && !(o->clip_ratio_c > 1))
+        return set_err(err, errlen, "objective.clip_ratio_c = %g: the dual clip's bound must be > 1 "
+                       "(0 = off)", o->clip_ratio_c);
+    if (o->clip_ratio_c != 0 && (o->clip != CLIP_PPO || o->ratio == RATIO_GEO_MEAN))
+        return set_err(err, errlen, "objective.clip_ratio_c = %g with objective.ratio = %s, clip = %s: the "
+                       "dual clip bounds PPO's clip (ratio token or sequence, clip ppo); set it to 0",
+                       o->clip_ratio_c, ratio_name(o->ratio), clip_name(o->clip));
     if (o->clip == CLIP_SAPO && !(o->tau_pos > 0 && o->tau_neg > 0))
         return set_err(err, errlen, "objective.tau_pos = %g, tau_neg = %g: SAPO's temperatures must be > 0",
                        o->tau_pos, o->tau_neg);
@@ -250,5 +257,7 @@ int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *
         o->dynamic_sampling = config_bool(c, "objective.dynamic_sampling");
     if (config_was_set(c, "objective.tau_pos")) o->tau_pos = (float)config_float(c, "objective.tau_pos");
     if (config_was_set(c, "objective.tau_neg")) o->tau_neg = (float)config_float(c, "objective.tau_neg");
+    if (config_was_set(c, "objective.clip_ratio_c"))
+        o->clip_ratio_c = (float)config_float(c, "objective.clip_ratio_c");
     return objective_check(o, err, errlen);
 }

@@ -22,7 +22,8 @@ int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *
 // The knobs of a preset with nothing overridden; -1 if the name is unknown.
 int objective_preset(const char *name, int max_new_tokens, ObjectiveConfig *out);
 // -1 with a message naming the keys if the knobs do not go together (ratio none needs clip
-// none; geo_mean takes clip ppo or none; SAPO's temperatures > 0; l_max >= 1).
+// none; geo_mean takes clip ppo or none; SAPO's temperatures > 0; l_max >= 1; clip_ratio_c
+// 0 or > 1, and only with clip ppo on a token or sequence ratio).
 int objective_check(const ObjectiveConfig *o, char *err, size_t errlen);
 
 // What a preset is: its source, its advantage and token weight in the paper's notation, and

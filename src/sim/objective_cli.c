@@ -13,6 +13,7 @@ static void print_knobs(const ObjectiveConfig *o, FILE *f) {
             aggregation_name(o->aggregation), scope_name(o->scope), ratio_name(o->ratio),
             clip_name(o->clip), o->eps_low, o->eps_high);
     if (o->clip == CLIP_SAPO) fprintf(f, " tau_pos=%g tau_neg=%g", o->tau_pos, o->tau_neg);
+    if (o->clip_ratio_c != 0) fprintf(f, " clip_ratio_c=%g", o->clip_ratio_c);
 }
 
 void objective_print_show(int i, FILE *f) {
