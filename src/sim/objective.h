@@ -37,8 +37,11 @@ int objective_preset_count(void);
 // the sampler's budget). NULL past the end.
 const ObjectiveInfo *objective_preset_info(int i, ObjectiveConfig *knobs);
 
-// `grpolab objective` (objective_cli.c): --list, --show NAME, --markdown.
+// `grpolab objective` (objective_cli.c): --list, --show NAME, --markdown, --eval FILE.
 int objective_cli(int argc, char **argv);
+// --eval FILE (objective_eval.c): a batch's advantages and token weights as JSON on stdout;
+// 0, or 2 with a message naming the file, line and value.
+int objective_eval(const char *path);
 // Preset i's knobs, formulas and framework settings as text (--show).
 void objective_print_show(int i, FILE *f);
 // The tables of docs/objectives.md (--markdown; tests/test_conformance.c keeps them equal).

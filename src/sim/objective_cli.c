@@ -78,20 +78,24 @@ int objective_cli(int argc, char **argv) {
         {"list", NULL, "list the presets, one line each"},
         {"show", "NAME", "a preset's knobs, formulas and the settings of TRL, verl, OpenRLHF and oat"},
         {"markdown", NULL, "the tables of docs/objectives.md"},
+        {"eval", "FILE", "a batch's advantages and token weights under a preset, as JSON "
+                         "(the input format: src/sim/objective_eval.c; scripts/conformance.py)"},
     };
     static const CliSpec spec = {"objective", "The objective presets (src/sim/objective.c): their knobs, "
                                  "advantage and token-weight formulas, and the same objective's "
                                  "settings in other frameworks.",
-                                 "--list | --show NAME | --markdown", opts, 3, 0, NULL};
+                                 "--list | --show NAME | --markdown | --eval FILE", opts, 4, 0, NULL};
     CliArgs a;
     int rc = cli_parse(&spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
-    const char *name = cli_get(&spec, &a, "show");
+    const char *name = cli_get(&spec, &a, "show"), *eval = cli_get(&spec, &a, "eval");
     int list = cli_flag(&spec, &a, "list"), md = cli_flag(&spec, &a, "markdown");
-    if ((name != NULL) + list + md != 1) {
-        fprintf(stderr, "grpolab objective: error: give one of --list, --show NAME, --markdown\n");
+    if ((name != NULL) + (eval != NULL) + list + md != 1) {
+        fprintf(stderr, "grpolab objective: error: give one of --list, --show NAME, --markdown, "
+                "--eval FILE\n");
         return 2;
     }
+    if (eval) return objective_eval(eval);
     if (md) {
         objective_print_md(stdout);
         return 0;
