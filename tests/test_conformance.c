@@ -219,6 +219,48 @@ static void test_passk_hand_worked(void **state) {
     for (int i = 0; i < G; i++) assert_near(adv[i], want2[i], 1e-7, "pass@k, best last");
 }
 
+// `grpolab objective --eval FILE` (the entry point of scripts/conformance.py) on a hand-worked
+// batch: pass@k with scale none over rewards {1, 0, 0, 0.5} gives A = [0.5, 0, 0, 0]; at rho = 1
+// with seq_mean_token_mean the best response's two tokens get c A = 0.5 / (4 x 2) = 0.0625, and
+// a response of 3 tokens with one written by the environment gets c = 1 / (4 x 3) (|o_i| counts
+// the environment's token) and weight 0 on that token. Bad input: exit 2 naming file and line.
+static void test_eval_entry_point(void **state) {
+    (void)state;
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char path[] = "/tmp/grpolab_evalXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "# hand-worked\npreset grpo_passk\nset objective.scale=none\ngroups 1 4\n"
+               "rewards 1 0 0 0.5\nresponse 2 -1 -2 -1 -2 0 0\nresponse 3 -1 -1 -1 -1 -1 -1 0 1 0\n"
+               "response 1 -0.5 -0.5 0\nresponse 2 -1 -1 -1 -1 0 0\n");
+    fclose(f);
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof cmd, "%s objective --eval %s", bin, path);
+    assert_int_equal(tu_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"advantages\": [0.5, 0, 0, 0]"));
+    assert_non_null(strstr(out, "[0.0625, 0.0625]"));
+    assert_non_null(strstr(out, "\"coef\": [0.125, 0.0833333358, 0.25, 0.125]"));
+    assert_non_null(strstr(out, "[0, 0, 0]"));
+    // a bad number, an unknown key, too few responses
+    static const char *const BAD[][2] = {
+        {"preset grpo\ngroups 1 2\nrewards 1 x\n", "line 3: rewards 'x'"},
+        {"preset grpo\nbogus 1\n", "line 2: expected preset, set or groups before 'bogus'"},
+        {"preset grpo\ngroups 1 2\nrewards 1 0\nresponse 1 0 0 0\n", "responses '1 of 2'"},
+        {"preset grpo\nset run.seed=3\n", "only objective.* and world.max_new_tokens"},
+    };
+    for (int i = 0; i < 4; i++) {
+        f = fopen(path, "w");
+        fputs(BAD[i][0], f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s objective --eval %s 2>&1", bin, path);
+        assert_int_equal(tu_run_cmd(cmd, out, sizeof out), 2);
+        if (!strstr(out, BAD[i][1]) || !strstr(out, path)) fail_msg("'%s' lacks '%s'", out, BAD[i][1]);
+    }
+    unlink(path);
+}
+
 // Token log-ratios of the batch: seed 0 gives rho = 1, else uniform in [-a, a].
 static void ratios(double *lr, uint64_t seed, double a) {
     for (int i = 0; i < N * T; i++) lr[i] = seed ? a * (2 * philox_uniform(seed, i) - 1) : 0;
@@ -578,6 +620,7 @@ int main(void) {
         cmocka_unit_test(test_rho_one_is_c_times_a),
         cmocka_unit_test(test_all_equal_groups),
         cmocka_unit_test(test_passk_hand_worked),
+        cmocka_unit_test(test_eval_entry_point),
         cmocka_unit_test(test_gspo_sequence_ratio),
         cmocka_unit_test(test_finite_differences),
         cmocka_unit_test(test_micro_batch_invariance),
