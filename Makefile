@@ -192,7 +192,9 @@ $(CONF_VENV)/.made:
 
 # The objective presets' framework settings (docs/objectives.md) checked against the frameworks'
 # own functions on the same batches; prints the table of docs/objectives.md "The map, run".
-conformance: all $(CONF_VENV)/.made
+conformance: all
+	@scripts/deps.sh --bench
+	@$(MAKE) --no-print-directory $(CONF_VENV)/.made
 	$(CONF_VENV)/bin/python scripts/conformance.py --bin $(BUILD)/grpolab $(CONFORMANCE_ARGS)
 
 # The RL step of experiments/fig5/grpo.ini in grpolab and, alternating in the same run, its
@@ -200,7 +202,7 @@ conformance: all $(CONF_VENV)/.made
 # transformers from PyPI ($(CONF_VENV); PEER_PY=/usr/bin/python3 runs the PyTorch peer on
 # Debian's python3-torch instead). Settings: scripts/bench-rl.sh.
 bench-rl: all
-	@scripts/deps.sh --bench
+	@scripts/deps.sh --bench $(if $(PEER_PY),--bench-torch)
 	@if [ -z "$(PEER_PY)" ]; then $(MAKE) --no-print-directory $(CONF_VENV)/.made; fi
 	BIN=$(BUILD)/grpolab OUT=$(BUILD)/bench-rl PEER=$(or $(PEER),torch) \
 	  PEER_PY=$(or $(PEER_PY),$(CONF_VENV)/bin/python) scripts/bench-rl.sh
