@@ -191,6 +191,9 @@ static const ObjectiveInfo INFO[] = {
      "none: no pass@k advantage"},
 };
 
+const char OBJECTIVE_MAP_READ_AT[] = "TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2 (PyPI releases, checked by "
+                                     "`make conformance`); oat at commit c1a074c";
+
 int objective_preset_count(void) { return N_PRESETS; }
 
 const ObjectiveInfo *objective_preset_info(int i, ObjectiveConfig *knobs) {

@@ -33,6 +33,8 @@ typedef struct {
     const char *name, *source, *advantage, *weight, *trl, *verl, *openrlhf, *oat;
 } ObjectiveInfo;
 int objective_preset_count(void);
+// The releases and commits the framework columns were read at (docs/objectives.md, "Versions").
+extern const char OBJECTIVE_MAP_READ_AT[];
 // Preset i (0 .. count-1): its description, and its knobs into *knobs if not NULL (l_max 0:
 // the sampler's budget). NULL past the end.
 const ObjectiveInfo *objective_preset_info(int i, ObjectiveConfig *knobs);

@@ -31,6 +31,7 @@ void objective_print_show(int i, FILE *f) {
     fprintf(f, "  verl:      %s\n", in->verl);
     fprintf(f, "  OpenRLHF:  %s\n", in->openrlhf);
     fprintf(f, "  oat:       %s\n", in->oat);
+    fprintf(f, "  read at:   %s\n", OBJECTIVE_MAP_READ_AT);
 }
 
 // Markdown cells: '|' escaped.
