@@ -183,7 +183,8 @@ static const ObjectiveInfo INFO[] = {
      "none: reinforce_update=True, critic_type=drgrpo gives -A log pi "
      "but weights A_i / (M L_max), not A_i / sum_j |o_j|"},
     {"grpo_passk", "pass@k advantage: Tang et al. 2025 (arXiv 2503.19595), max@k with a leave-one-out baseline",
-     "A_i = (r_i - max_{j != i} r_j) / (std(r) + eps) for the best response, 0 for the others",
+     "A_i = (r_i - max_{j != i} r_j) / (std(r) + eps) for the group's strict best response, 0 for "
+     "the others (all 0 on a tie at the best)",
      "w = A_i rho [not clipped] / (M |o_i|)",
      "none: no pass@k advantage",
      "adv_estimator=grpo_passk, loss_agg_mode=seq-mean-token-mean" VERL_DUAL,
