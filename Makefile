@@ -86,7 +86,7 @@ LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
 endif
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench bench-rl blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7
+.PHONY: all deps probe test test-asan test-slurm bench bench-rl conformance blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7
 
 all: deps probe $(BUILD)/grpolab
 
@@ -175,20 +175,37 @@ bench: all
 	  done; \
 	else echo "(no data/models/base.h5: run grpolab pretrain first for the RL throughput figures)"; fi
 
-# The RL step of experiments/fig5/grpo.ini in grpolab and, alternating in the same run, its
-# PyTorch peer (Debian's python3-torch, installed here on demand); PEER=trl adds TRL's
-# GRPOTrainer in a virtualenv made under $(BUILD)/bench-rl (PyPI). Settings: scripts/bench-rl.sh.
-TRL_VENV = $(BUILD)/bench-rl/trl-venv
-# the TRL release with GRPOTrainer whose dependencies still take Debian's torch 1.13 (numpy 1.x:
-# the ABI that torch 1.13 was built against)
-TRL_PIP = "trl==0.14.0" "transformers==4.46.3" "accelerate==0.34.2" "datasets>=2.21,<3" "numpy<2" "pandas<2.3" "pyarrow<18"
-bench-rl: all
+# A virtualenv of the newest PyPI releases of torch, TRL, transformers, verl and OpenRLHF, made
+# on demand for `make conformance` and the peers of `make bench-rl` (never by `make test`).
+# verl and OpenRLHF come without their dependencies (DeepSpeed, vLLM, flash-attn: GPU training
+# stacks): scripts/conformance.py imports only their loss and advantage modules, which need the
+# few packages of CONF_PIP_MODS.
+CONF_VENV = $(BUILD)/venv-conformance
+CONF_PIP = torch trl transformers accelerate datasets
+CONF_PIP_NODEPS = verl openrlhf
+CONF_PIP_MODS = omegaconf tensordict codetiming orjson ray
+$(CONF_VENV)/.made:
+	@echo "creating $(CONF_VENV) from PyPI: $(CONF_PIP), $(CONF_PIP_NODEPS) (without their dependencies), $(CONF_PIP_MODS)"
+	@/usr/bin/python3 -m venv $(CONF_VENV) && $(CONF_VENV)/bin/pip install -q $(CONF_PIP) && \
+	  $(CONF_VENV)/bin/pip install -q --no-deps $(CONF_PIP_NODEPS) && \
+	  $(CONF_VENV)/bin/pip install -q $(CONF_PIP_MODS) && touch $@ || { rm -rf $(CONF_VENV); exit 1; }
+
+# The objective presets' framework settings (docs/objectives.md) checked against the frameworks'
+# own functions on the same batches; prints the table of docs/objectives.md "The map, run".
+conformance: all
 	@scripts/deps.sh --bench
-	@if [ "$(PEER)" = trl ] && [ ! -x $(TRL_VENV)/bin/python ]; then \
-	  echo "bench-rl: creating $(TRL_VENV) (trl, transformers, accelerate, datasets from PyPI)"; \
-	  /usr/bin/python3 -m venv --system-site-packages $(TRL_VENV) && \
-	  $(TRL_VENV)/bin/pip install -q $(TRL_PIP) || { rm -rf $(TRL_VENV); exit 1; }; fi
-	BIN=$(BUILD)/grpolab OUT=$(BUILD)/bench-rl PEER=$(or $(PEER),torch) scripts/bench-rl.sh
+	@$(MAKE) --no-print-directory $(CONF_VENV)/.made
+	$(CONF_VENV)/bin/python scripts/conformance.py --bin $(BUILD)/grpolab $(CONFORMANCE_ARGS)
+
+# The RL step of experiments/fig5/grpo.ini in grpolab and, alternating in the same run, its
+# PyTorch peer and with PEER=trl TRL's GRPOTrainer, both on the newest torch, TRL and
+# transformers from PyPI ($(CONF_VENV); PEER_PY=/usr/bin/python3 runs the PyTorch peer on
+# Debian's python3-torch instead). Settings: scripts/bench-rl.sh.
+bench-rl: all
+	@scripts/deps.sh --bench $(if $(PEER_PY),--bench-torch)
+	@if [ -z "$(PEER_PY)" ]; then $(MAKE) --no-print-directory $(CONF_VENV)/.made; fi
+	BIN=$(BUILD)/grpolab OUT=$(BUILD)/bench-rl PEER=$(or $(PEER),torch) \
+	  PEER_PY=$(or $(PEER_PY),$(CONF_VENV)/bin/python) scripts/bench-rl.sh
 
 # Does this machine's OpenBLAS round as grpolab's numbers assume (docs/kernels.md,
 # "Determinism")? The attention's own products (src/kernels/cpu_ops.c) against OpenBLAS's,

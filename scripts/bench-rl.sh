@@ -4,7 +4,8 @@
 # (scripts/bench_rl_trl.py); then the table of docs/benchmarks.md "The RL step side by side".
 # Settings (environment): BIN (build/grpolab), CONFIG (experiments/fig5/grpo.ini),
 # MODES ("forced own"), ROUNDS (2: pairs per mode), STEPS (2 timed steps after 1 warm-up),
-# THREADS (2), PEER (torch | trl | none: trl also runs torch), SET (extra --set k=v ...),
+# THREADS (2), PEER (torch | trl | none: trl also runs torch), PEER_PY (the Python of the peers:
+# `make bench-rl` gives the virtualenv of PyPI's newest torch, TRL and transformers), SET (extra --set k=v ...),
 # OUT (folder for the logs and lengths, build/bench-rl), INIT (a checkpoint for --init;
 # default: train.init if that file exists, else a fresh model).
 set -eu
@@ -15,6 +16,7 @@ ROUNDS=${ROUNDS:-2}
 STEPS=${STEPS:-2}
 THREADS=${THREADS:-2}
 PEER=${PEER:-torch}
+PEER_PY=${PEER_PY:-/usr/bin/python3}
 OUT=${OUT:-build/bench-rl}
 mkdir -p "$OUT"
 # every implementation waits the way grpolab does by default (src/sim/libenv.h): PyTorch's
@@ -22,7 +24,8 @@ mkdir -p "$OUT"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # and with the OpenBLAS kernels grpolab runs: where OpenBLAS does not know this CPU, grpolab
 # names the kernels its features allow (src/sim/libenv.h), and PyTorch's products run through
-# OpenBLAS too (Debian's python3-torch)
+# OpenBLAS too with Debian's python3-torch (PEER_PY=/usr/bin/python3; PyPI's torch brings its own
+# BLAS kernels)
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
   core=$("$BIN" version | sed -n 's/^blas kernels: \([^ ]*\) (named by grpolab.*/\1/p')
   if [ -n "$core" ]; then export OPENBLAS_CORETYPE=$core; echo "bench-rl: OPENBLAS_CORETYPE=$core for every implementation"; fi
@@ -41,13 +44,13 @@ for mode in $MODES; do
     if [ "$PEER" != none ]; then
       echo "== $mode, round $round: PyTorch"
       # the same step's config with the command line's --set applied (micro_batch, budget, P)
-      /usr/bin/python3 scripts/bench_rl_torch.py --config "$CONFIG" $flag --threads "$THREADS" \
+      "$PEER_PY" scripts/bench_rl_torch.py --config "$CONFIG" $flag --threads "$THREADS" \
         --lengths "$OUT/lengths-$mode.txt" --set ${SET:-} | tee "$OUT/torch-$mode-$round.log"
       grep '^RESULT' "$OUT/torch-$mode-$round.log" | sed "s/\$/ round=$round/" >> "$results"
     fi
     if [ "$PEER" = trl ]; then
       echo "== $mode, round $round: TRL GRPOTrainer"
-      if "$OUT/trl-venv/bin/python" scripts/bench_rl_trl.py --config "$CONFIG" $flag \
+      if "$PEER_PY" scripts/bench_rl_trl.py --config "$CONFIG" $flag \
            --threads "$THREADS" --lengths "$OUT/lengths-$mode.txt" --set ${SET:-} \
            > "$OUT/trl-$mode-$round.log" 2>&1; then
         grep '^RESULT' "$OUT/trl-$mode-$round.log" | sed "s/\$/ round=$round/" >> "$results"

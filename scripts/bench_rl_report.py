@@ -41,6 +41,8 @@ def main(path):
                     speedups.setdefault(r["impl"], []).append(
                         (r["s1k"] / g["s1k"], float(r["rollout_s"]) / float(g["rollout_s"]) * float(g["gen_tokens"]) / float(r["gen_tokens"]),
                          float(r["update_s"]) / float(g["update_s"]) * float(g["gen_tokens"]) / float(r["gen_tokens"])))
+        for impl, v in dict.fromkeys((r["impl"], r["versions"]) for r in rows if r["mode"] == mode and "versions" in r):
+            print(f"  {impl}: {v.replace(':', ' ').replace(',', ', ')}")
         for impl, s in speedups.items():
             fmt = lambda v: f"{min(v):.2f}-{max(v):.2f}x (median {median(v):.2f})"
             print(f"  grpolab over {impl}: per generated token {fmt([x[0] for x in s])}; "

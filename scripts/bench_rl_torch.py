@@ -255,7 +255,8 @@ def main():
             tot["fup"] += (3 if i in first else 4) * flops(C, L, N_mm, n)
     print(f"RESULT impl=torch mode={'forced' if a.forced else 'own'} threads={a.threads} steps={len(keys)} "
           f"gen_tokens={tot['gen']:.0f} seq_tokens={tot['seq']:.0f} rollout_s={tot['ro']:.4f} "
-          f"update_s={tot['up']:.4f} rollout_gflop={tot['fro'] * 1e-9:.4f} update_gflop={tot['fup'] * 1e-9:.4f}")
+          f"update_s={tot['up']:.4f} rollout_gflop={tot['fro'] * 1e-9:.4f} update_gflop={tot['fup'] * 1e-9:.4f} "
+          f"versions=torch:{torch.__version__}")
 
 
 if __name__ == "__main__":

@@ -8,13 +8,12 @@ so that one optimizer step takes a minibatch of M completions and P * G / M trai
 make one RL step. Every completion runs to max_completion_length (= world.max_new_tokens):
 the model has no EOS for generate, which is how the comparison forces equal lengths.
 
-TRL 0.14's GRPOTrainer (the release the Makefile installs) generates inside each trainer
-step (a generate() call of M completions, not one of P * G), computes no old log-probs
-(one epoch: the ratio is 1) but always runs its reference model's forward, and does one
-forward and backward over the minibatch without micro-batches. Rollout time = generate()
-and the reward; update = the rest of the trainer steps. Prints RESULT like bench-rl.
-Runs in the virtualenv `make bench-rl PEER=trl` creates (trl, transformers, accelerate,
-datasets from PyPI over Debian's torch).
+The GRPOTrainer generates inside each trainer step (a generate() call of M completions, not
+one of P * G), computes no old log-probs (one epoch: the ratio is 1) and does one forward and
+backward over the minibatch without micro-batches (TRL 0.14 also ran its reference model's
+forward at beta 0). Rollout time = generate() and the reward; update = the rest of the trainer
+steps. Prints RESULT like bench-rl, with the versions of TRL, transformers and torch. Runs in
+the virtualenv of PyPI's newest releases that `make bench-rl` makes (build/venv-conformance).
 """
 import argparse
 import os
@@ -43,6 +42,8 @@ def main():
     from datasets import Dataset
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, TrainerCallback
+    import transformers
+    import trl
     from trl import GRPOConfig, GRPOTrainer
     import transformers.generation.utils as gen_utils
 
@@ -100,8 +101,14 @@ def main():
         def on_step_end(self, args, state, control, **kw):
             per_step.append((time.perf_counter() - timing["t0"], timing["gen"], timing["tokens"]))
 
-    args = GRPOConfig(output_dir="/tmp/bench_rl_trl", per_device_train_batch_size=M // G,
-                      gradient_accumulation_steps=1, num_generations=G, max_prompt_length=max(prompt_lens),
+    # max_prompt_length: TRL before 1.0 truncates prompts (none here is longer); later releases dropped it
+    fields = GRPOConfig.__dataclass_fields__
+    extra = {"max_prompt_length": max(prompt_lens)} if "max_prompt_length" in fields else {}
+    # the per-device batch: M completions from TRL 1.0 on (generation_batch_size counts
+    # completions), M / G in the 0.14 release this script was first written for
+    per_device = M if int(trl.__version__.split(".")[0]) >= 1 else M // G
+    args = GRPOConfig(output_dir="/tmp/bench_rl_trl", per_device_train_batch_size=per_device,
+                      gradient_accumulation_steps=1, num_generations=G, **extra,
                       max_completion_length=budget, temperature=1.0, learning_rate=lr, beta=0.0,
                       adam_beta1=0.9, adam_beta2=0.95, weight_decay=0.0, max_grad_norm=1.0,
                       lr_scheduler_type="constant", max_steps=len(texts) * G // M, logging_steps=10**6,
@@ -128,7 +135,8 @@ def main():
         fro += G * flops(C, L, N_mm, n) - (G - 1) * flops(C, L, N_mm, pl)  # the prompt once (bench_rl.c)
     print(f"RESULT impl=trl mode=forced threads={a.threads} steps={len(steps)} gen_tokens={ngen:.0f} "
           f"seq_tokens={seq:.0f} rollout_s={ro:.4f} update_s={up:.4f} rollout_gflop={fro * 1e-9:.4f} "
-          f"update_gflop={4 * fseq * 1e-9:.4f}")
+          f"update_gflop={4 * fseq * 1e-9:.4f} versions=trl:{trl.__version__},transformers:{transformers.__version__},"
+          f"torch:{torch.__version__}")
     return 0
 
 

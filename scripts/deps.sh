@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages grpolab needs, only those that are missing.
-# Usage: scripts/deps.sh [--check] [--slurm] [--bench]
+# Usage: scripts/deps.sh [--check] [--slurm] [--bench] [--bench-torch]
 #   --check  list what is missing, install nothing
 #   --slurm  the optional Slurm and munge packages of `make test-slurm` instead (tests/slurm/)
-#   --bench  also what `make bench-rl` needs: Debian's PyTorch for its peer, venv for PEER=trl
+#   --bench  also what `make bench-rl` and `make conformance` need: venv and pip for their
+#            virtualenv of PyPI's torch and TRL
+#   --bench-torch  and Debian's python3-torch (`make bench-rl PEER_PY=/usr/bin/python3`)
 set -eu
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libgsl-dev libopenblas-dev libopenblas-openmp-dev libcmocka-dev gnuplot-nox libopenmpi-dev openmpi-bin"
-BENCH_PKGS="python3-torch python3-venv python3-pip"
+BENCH_PKGS="python3-venv python3-pip"
 CHECK=0
 for a in "$@"; do
   case "$a" in
     --check) CHECK=1 ;;
     --slurm) PKGS="slurm-wlm munge" ;;
     --bench) PKGS="$PKGS $BENCH_PKGS" ;;
-    *) echo "deps: unknown option '$a' (allowed: --check, --slurm, --bench)" >&2; exit 2 ;;
+    --bench-torch) PKGS="$PKGS $BENCH_PKGS python3-torch" ;;
+    *) echo "deps: unknown option '$a' (allowed: --check, --slurm, --bench, --bench-torch)" >&2; exit 2 ;;
   esac
 done
 missing=""

@@ -56,9 +56,17 @@ static void closed_advantages(const ObjectiveConfig *o, const float *rewards, do
             }
             if (o->baseline == BASELINE_GREEDY) b = GREEDY[g];
             if (o->baseline == BASELINE_MAX_LOO) {
-                b = -1e30;
-                for (int j = 0; j < G; j++)
-                    if (j != i && rg[j] > b) b = rg[j];
+                // pass@k (Tang et al.): only the group's best response gets r_max - r_second,
+                // every other response 0, and all 0 where two responses share the best reward
+                int best = 0, n_best = 0;
+                for (int j = 1; j < G; j++)
+                    if (rg[j] > rg[best]) best = j;
+                double second = -1e30;
+                for (int j = 0; j < G; j++) {
+                    n_best += rg[j] == rg[best];
+                    if (j != best && rg[j] > second) second = rg[j];
+                }
+                b = i == best && n_best == 1 ? second : rg[i];  // r_i - b: the advantage before the scale
             }
             int equal = rg[0] == rg[1] && rg[1] == rg[2] && rg[2] == rg[3];
             d[g * G + i] = equal && o->baseline != BASELINE_GREEDY ? 0 : rg[i] - b;
@@ -123,7 +131,9 @@ static double closed_weight(const ObjectiveConfig *o, double c, double A, const 
     }
     switch (o->clip) {
         case CLIP_PPO: {
-            int clipped = (A > 0 && rho > hi) || (A < 0 && rho < lo);
+            // the dual clip caps A < 0's loss -A rho at -A clip_ratio_c: constant above it
+            int dual = o->clip_ratio_c > 0 && A < 0 && rho > o->clip_ratio_c;
+            int clipped = (A > 0 && rho > hi) || (A < 0 && rho < lo) || dual;
             return clipped ? 0 : c * A * rho;
         }
         case CLIP_CISPO: return c * A * fmin(fmax(rho, lo), hi);
@@ -183,6 +193,74 @@ static ObjectiveConfig preset_knobs(int k) {
     return o;
 }
 
+// pass@k on hand-worked groups: {1, 0, 0, 0.5} gives the best response r_max - r_second =
+// 0.5 and the others 0; a tie at the best, {1, 1, 0, 1}, gives every response 0; with the
+// group std (ddof 1: mean 0.375, squared deviations 0.390625 + 2 x 0.140625 + 0.015625 =
+// 0.6875, so std = sqrt(0.6875 / 3)) the best gets 0.5 / (std + 1e-6).
+static void test_passk_hand_worked(void **state) {
+    (void)state;
+    ObjectiveConfig o;
+    assert_int_equal(objective_preset("grpo_passk", L_MAX, &o), 0);
+    const float r[N] = {1, 0, 0, 0.5f, 1, 1, 0, 1};
+    float adv[N];
+    o.scale = SCALE_NONE;
+    kn_group_advantages(cpu, adv, NULL, NULL, r, LEN, NULL, P, G, &o);
+    const double none[N] = {0.5, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < N; i++) assert_near(adv[i], none[i], 1e-7, "pass@k, scale none");
+    o.scale = SCALE_GROUP_STD;
+    kn_group_advantages(cpu, adv, NULL, NULL, r, LEN, NULL, P, G, &o);
+    const double scaled[N] = {0.5 / (sqrt(0.6875 / 3) + 1e-6), 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < N; i++) assert_near(adv[i], scaled[i], 1e-6, "pass@k, group std");
+    // the best response anywhere in the group, and negative rewards: {-1, 2, 0.5, 2.5}
+    const float r2[G] = {-1, 2, 0.5f, 2.5f};
+    o.scale = SCALE_NONE;
+    kn_group_advantages(cpu, adv, NULL, NULL, r2, LEN, NULL, 1, G, &o);
+    const double want2[G] = {0, 0, 0, 0.5};
+    for (int i = 0; i < G; i++) assert_near(adv[i], want2[i], 1e-7, "pass@k, best last");
+}
+
+// `grpolab objective --eval FILE` (the entry point of scripts/conformance.py) on a hand-worked
+// batch: pass@k with scale none over rewards {1, 0, 0, 0.5} gives A = [0.5, 0, 0, 0]; at rho = 1
+// with seq_mean_token_mean the best response's two tokens get c A = 0.5 / (4 x 2) = 0.0625, and
+// a response of 3 tokens with one written by the environment gets c = 1 / (4 x 3) (|o_i| counts
+// the environment's token) and weight 0 on that token. Bad input: exit 2 naming file and line.
+static void test_eval_entry_point(void **state) {
+    (void)state;
+    const char *bin = getenv("GRPOLAB_BIN");
+    if (!bin) bin = "build/grpolab";
+    char path[] = "/tmp/grpolab_evalXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "# hand-worked\npreset grpo_passk\nset objective.scale=none\ngroups 1 4\n"
+               "rewards 1 0 0 0.5\nresponse 2 -1 -2 -1 -2 0 0\nresponse 3 -1 -1 -1 -1 -1 -1 0 1 0\n"
+               "response 1 -0.5 -0.5 0\nresponse 2 -1 -1 -1 -1 0 0\n");
+    fclose(f);
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof cmd, "%s objective --eval %s", bin, path);
+    assert_int_equal(tu_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"advantages\": [0.5, 0, 0, 0]"));
+    assert_non_null(strstr(out, "[0.0625, 0.0625]"));
+    assert_non_null(strstr(out, "\"coef\": [0.125, 0.0833333358, 0.25, 0.125]"));
+    assert_non_null(strstr(out, "[0, 0, 0]"));
+    // a bad number, an unknown key, too few responses
+    static const char *const BAD[][2] = {
+        {"preset grpo\ngroups 1 2\nrewards 1 x\n", "line 3: rewards 'x'"},
+        {"preset grpo\nbogus 1\n", "line 2: expected preset, set or groups before 'bogus'"},
+        {"preset grpo\ngroups 1 2\nrewards 1 0\nresponse 1 0 0 0\n", "responses '1 of 2'"},
+        {"preset grpo\nset run.seed=3\n", "only objective.* and world.max_new_tokens"},
+    };
+    for (int i = 0; i < 4; i++) {
+        f = fopen(path, "w");
+        fputs(BAD[i][0], f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s objective --eval %s 2>&1", bin, path);
+        assert_int_equal(tu_run_cmd(cmd, out, sizeof out), 2);
+        if (!strstr(out, BAD[i][1]) || !strstr(out, path)) fail_msg("'%s' lacks '%s'", out, BAD[i][1]);
+    }
+    unlink(path);
+}
+
 // Token log-ratios of the batch: seed 0 gives rho = 1, else uniform in [-a, a].
 static void ratios(double *lr, uint64_t seed, double a) {
     for (int i = 0; i < N * T; i++) lr[i] = seed ? a * (2 * philox_uniform(seed, i) - 1) : 0;
@@ -204,6 +282,13 @@ static void test_every_preset_closed_form(void **state) {
         printf("  %-22s worst |w - closed| / |c A|: rho=1 %.1e, off-policy %.1e, env mask %.1e\n",
                o.preset, e1, e2, e3);
         assert_true(e1 < 1e-5 && e2 < 1e-5 && e3 < 1e-5);
+        if (o.clip != CLIP_PPO || o.ratio == RATIO_GEO_MEAN || o.ratio == RATIO_NONE) continue;
+        // with verl's dual clip at 3 and |log rho| up to 1.5 (rho up to 4.5: above the cap)
+        o.clip_ratio_c = 3.0f;
+        ratios(lr, 23, 1.5);
+        double e4 = check_batch(&o, REWARDS, lr, NULL);
+        printf("  %-22s dual clip 3, |log rho| <= 1.5: %.1e\n", o.preset, e4);
+        assert_true(e4 < 1e-5);
     }
 }
 
@@ -562,6 +647,8 @@ int main(void) {
         cmocka_unit_test(test_every_preset_closed_form),
         cmocka_unit_test(test_rho_one_is_c_times_a),
         cmocka_unit_test(test_all_equal_groups),
+        cmocka_unit_test(test_passk_hand_worked),
+        cmocka_unit_test(test_eval_entry_point),
         cmocka_unit_test(test_gspo_sequence_ratio),
         cmocka_unit_test(test_finite_differences),
         cmocka_unit_test(test_micro_batch_invariance),

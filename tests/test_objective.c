@@ -122,7 +122,7 @@ static void test_token_weights_closed_forms(void **state) {
                 default: closed = A[i] / M; break;  // RLOO A/M
             }
             float c = aggregation_coef(o.aggregation, M, len[i], sum_len, L_MAX);
-            float w = ppo_token_weight(c, A[i], -1.3f, -1.3f, 0.0f, o.eps_low, o.eps_high, 0.0f);
+            float w = ppo_token_weight(c, A[i], -1.3f, -1.3f, 0.0f, o.eps_low, o.eps_high, 0.0f, 0.0f);
             assert_near(w, closed, 1e-7 * fabs(closed) + 1e-9);
         }
     }
@@ -139,26 +139,74 @@ static void test_clip_and_weight_is_gradient(void **state) {
     for (int ia = 0; ia < 2; ia++) {
         for (int ir = 0; ir < 6; ir++) {
             float A = advs[ia], logp_old = -2.0f, logp = logp_old + logf(ratios[ir]);
-            float w = ppo_token_weight(1.0f, A, logp, logp_old, 0, eps_low, eps_high, 0);
+            float w = ppo_token_weight(1.0f, A, logp, logp_old, 0, eps_low, eps_high, 0, 0);
             int clipped = (A > 0 && ratios[ir] > 1 + eps_high) || (A < 0 && ratios[ir] < 1 - eps_low);
-            assert_int_equal(ppo_clipped(A, ratios[ir], eps_low, eps_high), clipped);
+            assert_int_equal(ppo_clipped(A, ratios[ir], eps_low, eps_high, 0), clipped);
             if (clipped) assert_true(w == 0.0f);
             else assert_near(w, A * ratios[ir], 1e-5);
             // finite differences of the loss w.r.t. logp, away from the clip boundary
             double h = 1e-3;
-            double lp = ppo_token_loss(A, logp + h, logp_old, 0, eps_low, eps_high, 0);
-            double lm = ppo_token_loss(A, logp - h, logp_old, 0, eps_low, eps_high, 0);
+            double lp = ppo_token_loss(A, logp + h, logp_old, 0, eps_low, eps_high, 0, 0);
+            double lm = ppo_token_loss(A, logp - h, logp_old, 0, eps_low, eps_high, 0, 0);
             assert_near(w, -(lp - lm) / (2 * h), 2e-3 * fabs(A) * ratios[ir] + 1e-6);
         }
     }
     // with the KL term: w = A rho - beta (1 - exp(ref - logp)), again = -dl/dlogp
     float A = 0.3f, beta = 0.1f, logp = -1.0f, old = -1.0f, ref = -1.4f;
-    float w = ppo_token_weight(1.0f, A, logp, old, ref, 0.2f, 0.2f, beta);
+    float w = ppo_token_weight(1.0f, A, logp, old, ref, 0.2f, 0.2f, 0, beta);
     double h = 1e-3;
-    double lp = ppo_token_loss(A, logp + h, old, ref, 0.2f, 0.2f, beta);
-    double lm = ppo_token_loss(A, logp - h, old, ref, 0.2f, 0.2f, beta);
+    double lp = ppo_token_loss(A, logp + h, old, ref, 0.2f, 0.2f, 0, beta);
+    double lm = ppo_token_loss(A, logp - h, old, ref, 0.2f, 0.2f, 0, beta);
     assert_near(w, -(lp - lm) / (2 * h), 1e-3);
-    assert_near(ppo_token_loss(0, -1, -1, -1, 0.2f, 0.2f, beta), 0, 1e-9);  // KL_k3(p,p) = 0
+    assert_near(ppo_token_loss(0, -1, -1, -1, 0.2f, 0.2f, 0, beta), 0, 1e-9);  // KL_k3(p,p) = 0
+}
+
+// The dual clip (Ye et al. 2019, arXiv 1912.09729): for A < 0 the loss -min(rho A, clip(rho)
+// A) = -A rho grows without bound in rho above 1 + eps_high; the dual clip caps it at -c A, so
+// a token with A < 0 and rho > c has loss -c A and no gradient; every other token is as
+// without it (A > 0 at any rho; A < 0 below c). Checked by the definition's loss and finite
+// differences of ppo_token_loss, and the knob's range and pairing by objective_check.
+static void test_dual_clip(void **state) {
+    const float c = 3.0f, eps = 0.2f;
+    const float ratios[] = {0.5f, 0.9f, 1.5f, 2.9f, 3.1f, 10.0f};
+    const float advs[] = {-0.8f, 1.2f};
+    for (int ia = 0; ia < 2; ia++)
+        for (int ir = 0; ir < 6; ir++) {
+            float A = advs[ia], rho = ratios[ir], old = -2.0f, logp = old + logf(rho);
+            double clip = fmin(fmax(rho, 1 - eps), 1 + eps);
+            double want_loss = -fmin(rho * A, clip * A);
+            if (A < 0 && -c * A < want_loss) want_loss = -c * A;  // the cap
+            int held = A < 0 && rho > c;
+            int ppo = (A > 0 && rho > 1 + eps) || (A < 0 && rho < 1 - eps);
+            double want_w = held || ppo ? 0 : A * rho;
+            assert_near(ppo_token_loss(A, logp, old, 0, eps, eps, c, 0), want_loss, 1e-5 * (1 + fabs(want_loss)));
+            float w = ppo_token_weight(1.0f, A, logp, old, 0, eps, eps, c, 0);
+            assert_near(w, want_w, 1e-5 * (1 + fabs(want_w)));
+            assert_int_equal(ppo_clipped(A, rho, eps, eps, c), held || ppo);
+            double h = 1e-3;
+            double lp = ppo_token_loss(A, logp + h, old, 0, eps, eps, c, 0);
+            double lm = ppo_token_loss(A, logp - h, old, 0, eps, eps, c, 0);
+            assert_near(w, -(lp - lm) / (2 * h), 2e-3 * fabs(A) * rho + 1e-6);
+            // off (c = 0): the plain PPO clip
+            assert_int_equal(ppo_clipped(A, rho, eps, eps, 0), ppo);
+        }
+    // the knob: 0 or > 1, and only with clip ppo on a token or sequence ratio
+    char err[512];
+    static const char *const BAD[][2] = {{"grpo", "objective.clip_ratio_c=1"},
+                                         {"gmpo", "objective.clip_ratio_c=3"},
+                                         {"cispo", "objective.clip_ratio_c=3"},
+                                         {"gpg", "objective.clip_ratio_c=3"}};
+    for (int i = 0; i < 4; i++) {
+        Config *cf = config_new();
+        char a[64];
+        snprintf(a, sizeof a, "objective.preset=%s", BAD[i][0]);
+        assert_int_equal(config_set(cf, a, err, sizeof err), 0);
+        assert_int_equal(config_set(cf, BAD[i][1], err, sizeof err), 0);
+        ObjectiveConfig o;
+        assert_int_equal(objective_from_config(cf, 160, &o, err, sizeof err), -1);
+        assert_non_null(strstr(err, "objective.clip_ratio_c"));
+        config_free(cf);
+    }
 }
 
 static void test_config_knobs(void **state) {
@@ -255,6 +303,7 @@ static void assert_objective_equal(const ObjectiveConfig *a, const ObjectiveConf
     assert_true(a->tau_pos == b->tau_pos);
     assert_true(a->tau_neg == b->tau_neg);
     assert_int_equal(a->scope, b->scope);
+    assert_true(a->clip_ratio_c == b->clip_ratio_c);
 }
 
 // A config of preset NAME plus the assignments set[0..n), resolved (budget 160).
@@ -307,10 +356,13 @@ static void test_set_key_overrides_only_when_set(void **state) {
         "objective.std_eps=0.001", "objective.aggregation=token_mean", "objective.l_max=64",
         "objective.eps_low=0.1", "objective.eps_high=0.2", "objective.beta=0.04",
         "objective.dynamic_sampling=true", "objective.ratio=sequence", "objective.clip=none",
-        "objective.tau_pos=2", "objective.tau_neg=3", "objective.token_mean_scope=micro_batch"};
+        "objective.tau_pos=2", "objective.tau_neg=3", "objective.token_mean_scope=micro_batch",
+        "objective.clip_ratio_c=3"};
     enum { N_SET = sizeof SET / sizeof SET[0] };
     for (int p = 0; p < N_PRESETS; p++) {
         for (int j = 0; j < N_SET; j++) {
+            if (j == 15 && (WANT[p].clip != CLIP_PPO || WANT[p].ratio == RATIO_GEO_MEAN))
+                continue;  // the dual clip bounds PPO's clip only (test_dual_clip)
             ObjectiveConfig o = resolve(WANT[p].name, &SET[j], 1), want = want_preset(p);
             switch (j) {
                 case 0: want.baseline = BASELINE_LEAVE_ONE_OUT; break;
@@ -327,7 +379,8 @@ static void test_set_key_overrides_only_when_set(void **state) {
                 case 11: want.clip = CLIP_NONE; break;
                 case 12: want.tau_pos = 2.0f; break;
                 case 13: want.tau_neg = 3.0f; break;
-                default: want.scope = SCOPE_MICRO_BATCH; break;
+                case 14: want.scope = SCOPE_MICRO_BATCH; break;
+                default: want.clip_ratio_c = 3.0f; break;
             }
             assert_objective_equal(&o, &want);
         }
@@ -338,7 +391,7 @@ static void test_set_key_overrides_only_when_set(void **state) {
         ObjectiveConfig o = resolve(WANT[p].name, KEEP, 7), want = want_preset(p);
         assert_objective_equal(&o, &want);
     }
-    ObjectiveConfig all = resolve("dapo", SET, N_SET);
+    ObjectiveConfig all = resolve("dapo", SET, N_SET - 1);  // clip none: no dual clip
     assert_true(all.eps_high == 0.2f && all.beta == 0.04f && all.baseline == BASELINE_LEAVE_ONE_OUT);
     printf("  dapo: eps_high %.2f unset, %.2f when set to 0.2\n", want_preset(2).eps_high, all.eps_high);
 }
@@ -491,6 +544,7 @@ int main(void) {
         cmocka_unit_test(test_batch_std),
         cmocka_unit_test(test_token_weights_closed_forms),
         cmocka_unit_test(test_clip_and_weight_is_gradient),
+        cmocka_unit_test(test_dual_clip),
         cmocka_unit_test(test_config_knobs),
         cmocka_unit_test(test_presets_resolved),
         cmocka_unit_test(test_set_key_overrides_only_when_set),

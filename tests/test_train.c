@@ -626,7 +626,7 @@ static void test_token_weight_mask(void **state) {
                 }
                 assert_true(w1[j] == 0.0f && l1[j] == 0.0f && kl1[j] == 0.0f);
                 n_masked++;
-                if (ppo_clipped(adv[k], expf(logp[j] - old[j]), oc.eps_low, oc.eps_high)) {
+                if (ppo_clipped(adv[k], expf(logp[j] - old[j]), oc.eps_low, oc.eps_high, oc.clip_ratio_c)) {
                     n_clipped_masked++;
                     if (adv[k] < 0) lo0[k]--;
                     else hi0[k]--;

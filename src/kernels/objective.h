@@ -22,7 +22,8 @@ typedef enum {
     BASELINE_LEAVE_ONE_OUT = 1,    // b_i = mean_{j != i} r_j (RLOO)
     BASELINE_LENGTH_WEIGHTED = 2,  // b = sum_j |o_j| r_j / sum_j |o_j| (OPO)
     BASELINE_GREEDY = 3,           // b = reward of the prompt's greedy response (ReMax)
-    BASELINE_MAX_LOO = 4,          // b_i = max_{j != i} r_j (pass@k / max@k with a leave-one-out baseline)
+    BASELINE_MAX_LOO = 4,          // b_i = min(r_i, max_{j != i} r_j): only a group's strict best
+                                   // response gets r_max - r_second, every other 0 (pass@k)
 } Baseline;
 typedef enum {
     SCALE_GROUP_STD = 0,    // s = std of the group's rewards
@@ -74,6 +75,8 @@ typedef struct ObjectiveConfig {  // named: kernels.h declares it as struct Obje
     ClipStyle clip;
     float tau_pos, tau_neg;  // SAPO's gate temperatures
     TokenMeanScope scope;    // token_mean's normaliser
+    float clip_ratio_c;      // dual clip (verl's clip_ratio_c; Ye et al. 2019, arXiv 1912.09729):
+                             // > 1 holds a token with A < 0 and rho > clip_ratio_c at it; 0: off
 } ObjectiveConfig;
 
 // ---- per-response and per-token formulas (host and device)
@@ -90,10 +93,24 @@ OBJ_HD float aggregation_coef(Aggregation agg, int M, int len_i, double sum_len,
     }
 }
 
-// 1 if PPO's clip binds for this token (its gradient through the ratio is zero).
-OBJ_HD int ppo_clipped(float advantage, float ratio, float eps_low, float eps_high) {
+// 1 if the dual clip (dual_c > 1; 0: off) holds this token at dual_c: A < 0 and rho > dual_c.
+OBJ_HD int dual_clipped(float advantage, float ratio, float dual_c) {
+    return dual_c > 0.0f && advantage < 0.0f && ratio > dual_c;
+}
+
+// 1 if PPO's clip binds for this token (its gradient through the ratio is zero), the dual
+// clip's bound included.
+OBJ_HD int ppo_clipped(float advantage, float ratio, float eps_low, float eps_high, float dual_c) {
     return (advantage > 0.0f && ratio > 1.0f + eps_high) ||
-           (advantage < 0.0f && ratio < 1.0f - eps_low);
+           (advantage < 0.0f && ratio < 1.0f - eps_low) || dual_clipped(advantage, ratio, dual_c);
+}
+
+// PPO's policy loss of a token (before c_i) at ratio rho: -min(rho A, clip(rho) A), and with
+// the dual clip for A < 0 at most -dual_c A.
+OBJ_HD float ppo_policy_loss(float advantage, float ratio, float eps_low, float eps_high, float dual_c) {
+    float clipped = fminf(fmaxf(ratio, 1.0f - eps_low), 1.0f + eps_high);
+    float l = -fminf(ratio * advantage, clipped * advantage);
+    return dual_c > 0.0f && advantage < 0.0f ? fminf(l, -dual_c * advantage) : l;
 }
 
 // KL_k3 = exp(lr) - lr - 1, lr = log pi_ref - log pi_theta, of one token (>= 0; 0 at pi_ref = pi_theta).
@@ -104,19 +121,19 @@ OBJ_HD float kl_k3(float logp, float logp_ref) {
 
 // Per-token loss l_{i,t} (before the coefficient c_i).
 OBJ_HD float ppo_token_loss(float advantage, float logp, float logp_old, float logp_ref,
-                            float eps_low, float eps_high, float beta) {
-    float ratio = expf(logp - logp_old);
-    float clipped = fminf(fmaxf(ratio, 1.0f - eps_low), 1.0f + eps_high);
-    float l = -fminf(ratio * advantage, clipped * advantage);
+                            float eps_low, float eps_high, float dual_c, float beta) {
+    float l = ppo_policy_loss(advantage, expf(logp - logp_old), eps_low, eps_high, dual_c);
     if (beta != 0.0f) l += beta * kl_k3(logp, logp_ref);
     return l;
 }
 
-// Token weight w_{i,t} = -dL/dlog pi_theta = c_i (A rho [not clipped] - beta (1 - exp(lr))).
+// Token weight w_{i,t} = -dL/dlog pi_theta = c_i (A rho [not clipped] - beta (1 - exp(lr)))
+// (ppo_clipped: the dual clip's bound included).
 OBJ_HD float ppo_token_weight(float coef, float advantage, float logp, float logp_old,
-                              float logp_ref, float eps_low, float eps_high, float beta) {
+                              float logp_ref, float eps_low, float eps_high, float dual_c,
+                              float beta) {
     float ratio = expf(logp - logp_old);
-    float w = ppo_clipped(advantage, ratio, eps_low, eps_high) ? 0.0f : advantage * ratio;
+    float w = ppo_clipped(advantage, ratio, eps_low, eps_high, dual_c) ? 0.0f : advantage * ratio;
     if (beta != 0.0f) w -= beta * (1.0f - expf(logp_ref - logp));
     return coef * w;
 }
@@ -163,7 +180,8 @@ OBJ_HD int token_clip_side(const ObjectiveConfig *oc, float advantage, float log
         case CLIP_PPO:
             if (oc->ratio == RATIO_GEO_MEAN)
                 return geo_clipped(advantage, lr, oc->eps_low, oc->eps_high) ? (advantage < 0.0f ? -1 : 1) : 0;
-            return ppo_clipped(advantage, rho, oc->eps_low, oc->eps_high) ? (advantage < 0.0f ? -1 : 1) : 0;
+            if (dual_clipped(advantage, rho, oc->clip_ratio_c)) return 1;  // held at dual_c, above
+            return ppo_clipped(advantage, rho, oc->eps_low, oc->eps_high, 0.0f) ? (advantage < 0.0f ? -1 : 1) : 0;
         case CLIP_CISPO:
             return rho < 1.0f - oc->eps_low ? -1 : rho > 1.0f + oc->eps_high ? 1 : 0;
         default: return 0;
@@ -195,8 +213,8 @@ OBJ_HD float policy_term(const ObjectiveConfig *oc, float advantage, float logp,
     float clipped = fminf(fmaxf(rho, lo), hi);
     switch (oc->clip) {
         case CLIP_PPO:
-            *loss = -fminf(rho * A, clipped * A);
-            return ppo_clipped(A, rho, oc->eps_low, oc->eps_high) ? 0.0f : A * rho;
+            *loss = ppo_policy_loss(A, rho, oc->eps_low, oc->eps_high, oc->clip_ratio_c);
+            return ppo_clipped(A, rho, oc->eps_low, oc->eps_high, oc->clip_ratio_c) ? 0.0f : A * rho;
         case CLIP_CISPO:
             *loss = -clipped * A * logp;
             return clipped * A;
@@ -217,9 +235,10 @@ OBJ_HD float objective_token_weight(const ObjectiveConfig *oc, float coef, float
                                     float logp, float logp_old, float logp_ref, float seq_lr,
                                     float *loss) {
     if (oc->ratio == RATIO_TOKEN && oc->clip == CLIP_PPO) {
-        *loss = ppo_token_loss(advantage, logp, logp_old, logp_ref, oc->eps_low, oc->eps_high, oc->beta);
+        *loss = ppo_token_loss(advantage, logp, logp_old, logp_ref, oc->eps_low, oc->eps_high,
+                               oc->clip_ratio_c, oc->beta);
         return ppo_token_weight(coef, advantage, logp, logp_old, logp_ref, oc->eps_low, oc->eps_high,
-                                oc->beta);
+                                oc->clip_ratio_c, oc->beta);
     }
     float l, w = policy_term(oc, advantage, logp, logp_old, seq_lr, &l);
     if (oc->beta != 0.0f) {
@@ -257,11 +276,11 @@ OBJ_HD double group_baseline(const ObjectiveConfig *oc, const float *r, const in
             return l > 0 ? lr / l : mean;
         }
         case BASELINE_GREEDY: return greedy;
-        case BASELINE_MAX_LOO: {
+        case BASELINE_MAX_LOO: {  // min(r_i, max_{j != i} r_j): r_i - b_i = max(0, r_i - max_{j != i} r_j)
             double b = -INFINITY;
             for (int j = 0; j < G; j++)
                 if (j != i && r[j] > b) b = r[j];
-            return b;
+            return r[i] < b ? r[i] : b;
         }
         case BASELINE_GROUP_MEAN: default: return mean;
     }

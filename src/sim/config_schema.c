@@ -135,7 +135,8 @@ const CfgKey CONFIG_SCHEMA[] = {
      "`grpolab objective --show NAME`)"},
     {"objective", "baseline", CFG_ENUM, "preset", NO_RANGE, "preset|group_mean|leave_one_out|length_weighted|greedy|max_loo",
      "advantage baseline b_i (length_weighted: OPO's sum|o|r/sum|o|; greedy: the greedy response's "
-     "reward, ReMax; max_loo: max of the others, pass@k); preset = the preset's"},
+     "reward, ReMax; max_loo: pass@k, the group's strict best gets r_max - r_second, the others "
+     "0); preset = the preset's"},
     {"objective", "scale", CFG_ENUM, "preset", NO_RANGE, "preset|group_std|batch_std|none|batch_whiten",
      "advantage scale s_i (std + std_eps, or 1; batch_whiten: r - b whitened over the batch, "
      "REINFORCE++-baseline); preset = the preset's"},
@@ -157,6 +158,9 @@ const CfgKey CONFIG_SCHEMA[] = {
     {"objective", "clip", CFG_ENUM, "preset", NO_RANGE, "preset|ppo|cispo|sapo|none",
      "how the ratio enters: ppo (min-clip), cispo (clipped ratio as a stop-gradient weight), "
      "sapo (soft gate), none; preset = the preset's"},
+    {"objective", "clip_ratio_c", CFG_FLOAT, "0", 0, 1e9, NULL,
+     "dual clip (verl's clip_ratio_c, default 3 there): a token with A < 0 and ratio > "
+     "clip_ratio_c gets no gradient (clip ppo); 0 = off; unset: the preset's (every preset: 0)"},
     {"objective", "tau_pos", CFG_FLOAT, "1", 1e-6, 1000, NULL,
      "SAPO gate temperature for A > 0; unset: the preset's (shown: grpo's)"},
     {"objective", "tau_neg", CFG_FLOAT, "1.05", 1e-6, 1000, NULL,

@@ -22,7 +22,8 @@ int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *
 // The knobs of a preset with nothing overridden; -1 if the name is unknown.
 int objective_preset(const char *name, int max_new_tokens, ObjectiveConfig *out);
 // -1 with a message naming the keys if the knobs do not go together (ratio none needs clip
-// none; geo_mean takes clip ppo or none; SAPO's temperatures > 0; l_max >= 1).
+// none; geo_mean takes clip ppo or none; SAPO's temperatures > 0; l_max >= 1; clip_ratio_c
+// 0 or > 1, and only with clip ppo on a token or sequence ratio).
 int objective_check(const ObjectiveConfig *o, char *err, size_t errlen);
 
 // What a preset is: its source, its advantage and token weight in the paper's notation, and
@@ -32,12 +33,17 @@ typedef struct {
     const char *name, *source, *advantage, *weight, *trl, *verl, *openrlhf, *oat;
 } ObjectiveInfo;
 int objective_preset_count(void);
+// The releases and commits the framework columns were read at (docs/objectives.md, "Versions").
+extern const char OBJECTIVE_MAP_READ_AT[];
 // Preset i (0 .. count-1): its description, and its knobs into *knobs if not NULL (l_max 0:
 // the sampler's budget). NULL past the end.
 const ObjectiveInfo *objective_preset_info(int i, ObjectiveConfig *knobs);
 
-// `grpolab objective` (objective_cli.c): --list, --show NAME, --markdown.
+// `grpolab objective` (objective_cli.c): --list, --show NAME, --markdown, --eval FILE.
 int objective_cli(int argc, char **argv);
+// --eval FILE (objective_eval.c): a batch's advantages and token weights as JSON on stdout;
+// 0, or 2 with a message naming the file, line and value.
+int objective_eval(const char *path);
 // Preset i's knobs, formulas and framework settings as text (--show).
 void objective_print_show(int i, FILE *f);
 // The tables of docs/objectives.md (--markdown; tests/test_conformance.c keeps them equal).

@@ -13,6 +13,7 @@ static void print_knobs(const ObjectiveConfig *o, FILE *f) {
             aggregation_name(o->aggregation), scope_name(o->scope), ratio_name(o->ratio),
             clip_name(o->clip), o->eps_low, o->eps_high);
     if (o->clip == CLIP_SAPO) fprintf(f, " tau_pos=%g tau_neg=%g", o->tau_pos, o->tau_neg);
+    if (o->clip_ratio_c != 0) fprintf(f, " clip_ratio_c=%g", o->clip_ratio_c);
 }
 
 void objective_print_show(int i, FILE *f) {
@@ -30,6 +31,7 @@ void objective_print_show(int i, FILE *f) {
     fprintf(f, "  verl:      %s\n", in->verl);
     fprintf(f, "  OpenRLHF:  %s\n", in->openrlhf);
     fprintf(f, "  oat:       %s\n", in->oat);
+    fprintf(f, "  read at:   %s\n", OBJECTIVE_MAP_READ_AT);
 }
 
 // Markdown cells: '|' escaped.
@@ -80,25 +82,29 @@ int objective_cli(int argc, char **argv) {
         {"show", "NAME", "a preset's knobs, formulas and the settings of TRL, verl, OpenRLHF and oat"},
         {"markdown", NULL, "the tables of docs/objectives.md"},
         {"table2", NULL, "the paper's Table 2 today: each framework's default loss and whether it divides by the response length"},
+        {"eval", "FILE", "a batch's advantages and token weights under a preset, as JSON "
+                         "(the input format: src/sim/objective_eval.c; scripts/conformance.py)"},
     };
     static const CliSpec spec = {"objective", "The objective presets (src/sim/objective.c): their knobs, "
                                  "advantage and token-weight formulas, and the same objective's "
                                  "settings in other frameworks.",
-                                 "--list | --show NAME | --markdown | --table2", opts, 4, 0, NULL};
+                                 "--list | --show NAME | --markdown | --table2 | --eval FILE", opts, 5, 0, NULL};
     CliArgs a;
     int rc = cli_parse(&spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
-    const char *name = cli_get(&spec, &a, "show");
+    const char *name = cli_get(&spec, &a, "show"), *eval = cli_get(&spec, &a, "eval");
     int list = cli_flag(&spec, &a, "list"), md = cli_flag(&spec, &a, "markdown");
     int table2 = cli_flag(&spec, &a, "table2");
-    if ((name != NULL) + list + md + table2 != 1) {
-        fprintf(stderr, "grpolab objective: error: give one of --list, --show NAME, --markdown, --table2\n");
+    if ((name != NULL) + (eval != NULL) + list + md + table2 != 1) {
+        fprintf(stderr, "grpolab objective: error: give one of --list, --show NAME, --markdown, --table2, "
+                "--eval FILE\n");
         return 2;
     }
     if (table2) {
         objective_print_table2(stdout);
         return 0;
     }
+    if (eval) return objective_eval(eval);
     if (md) {
         objective_print_md(stdout);
         return 0;

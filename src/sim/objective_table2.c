@@ -74,7 +74,7 @@ static const char *column(const ObjectiveInfo *in, int k) {
 void objective_print_table2(FILE *f) {
     int grpo = preset_index("grpo"), dr = preset_index("dr_grpo");
     const ObjectiveInfo *gi = objective_preset_info(grpo, NULL), *di = objective_preset_info(dr, NULL);
-    fprintf(f, "| framework | read at | default loss | = preset's aggregation | c_i | divides by \\|o_i\\| | "
+    fprintf(f, "| framework | default read at | default loss | = preset's aggregation | c_i | divides by \\|o_i\\| | "
             "the per-response mean (grpo) | the unbiased loss (dr_grpo) |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < N_FRAMEWORKS; k++) {

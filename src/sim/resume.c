@@ -355,6 +355,7 @@ Config *resume_resolved_config(const Config *cfg, char *err, size_t errlen) {
         {"objective.beta", 'f', (float)config_float(cfg, "objective.beta"), oc.beta},
         {"objective.tau_pos", 'f', (float)config_float(cfg, "objective.tau_pos"), oc.tau_pos},
         {"objective.tau_neg", 'f', (float)config_float(cfg, "objective.tau_neg"), oc.tau_neg},
+        {"objective.clip_ratio_c", 'f', (float)config_float(cfg, "objective.clip_ratio_c"), oc.clip_ratio_c},
         {"objective.dynamic_sampling", 'b', config_bool(cfg, "objective.dynamic_sampling"),
          oc.dynamic_sampling},
     };

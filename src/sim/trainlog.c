@@ -65,6 +65,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "objective.clip", clip_name(oc->clip), err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "objective.tau_pos", oc->tau_pos, err, errlen) == 0 &&
              runlog_set_attr_f64(rl, "objective.tau_neg", oc->tau_neg, err, errlen) == 0 &&
+             runlog_set_attr_f64(rl, "objective.clip_ratio_c", oc->clip_ratio_c, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "objective.token_mean_scope", scope_name(oc->scope), err, errlen) == 0 &&
              (s->compare.n == 0 ||
               runlog_set_attr_str(rl, "diagnostics.compare", s->compare.names, err, errlen) == 0);
