@@ -11,6 +11,7 @@
 #include "analysis/analysis.h"
 #include "analysis/stats.h"
 #include "sim/config.h"
+#include "sim/evaluate.h"
 #include "sim/objective.h"
 #include "sim/runlog.h"
 
@@ -64,7 +65,7 @@ typedef struct {
     double len_i_flat; // nonzero: length_incorrect this constant (no growth), whatever the preset
 } Synth;
 
-enum { NTR = 11, NEV = 7, NQ = 5, NR = 8, NT = 2 };
+enum { NTR = 11, NEV = 8, NQ = 5, NR = 8, NT = 2 };
 
 static void write_log(const char *path, const Synth *s, const char *kind, int drop_column) {
     char err[1024] = "";
@@ -103,7 +104,7 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
     static const ColumnSpec EV[NEV] = {{"step", COL_I32, "s"}, {"bench", COL_I32, "b"},
                                        {"accuracy", COL_F64, "a"}, {"length_mean", COL_F64, "l"},
                                        {"length_correct", COL_F64, "l"}, {"length_incorrect", COL_F64, "l"},
-                                       {"n", COL_I32, "n"}};
+                                       {"n", COL_I32, "n"}, {"truncation_incorrect", COL_F64, "t"}};
     static const ColumnSpec Q[NQ] = {{"step", COL_I32, "s"}, {"group_size", COL_I32, "g"},
                                      {"reward_mean", COL_F64, "r"}, {"mean_abs_advantage", COL_F64, "a"},
                                      {"sum_abs_weight", COL_F64, "w"}};
@@ -118,7 +119,9 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
     for (int i = 0; i < NTR; i++)
         if (!(drop_column == 1 && strcmp(TR[i].name, "loop_rate") == 0)) tr[ntr++] = TR[i];
     assert_int_equal(runlog_add_table(rl, "train", tr, ntr, 0, 0, err, sizeof err), 0);
-    assert_int_equal(runlog_add_table(rl, "eval", EV, NEV, 0, 0, err, sizeof err), 0);
+    // drop_column 4: /eval without truncation_incorrect (a log of an older grpolab)
+    int nev = drop_column == 4 ? NEV - 1 : NEV;
+    assert_int_equal(runlog_add_table(rl, "eval", EV, nev, 0, 0, err, sizeof err), 0);
     assert_int_equal(runlog_add_table(rl, "questions", Q, NQ, 0, 0, err, sizeof err), 0);
     int nr = drop_column == 2 ? NR - 3 : NR;  // 2: /responses without the behaviour flags
     assert_int_equal(runlog_add_table(rl, "responses", R, nr, 0, 1, err, sizeof err), 0);
@@ -144,10 +147,13 @@ static void write_log(const char *path, const Synth *s, const char *kind, int dr
             if (!(drop_column == 1 && strcmp(TR[i].name, "loop_rate") == 0)) row[j++] = &v[i - 1];
         assert_int_equal(runlog_append(rl, "train", 1, row, err, sizeof err), 0);
         if (st % 5 == 0 && !s->n_evals_skip) {
-            struct { int32_t b; double acc, lm, lc, li; int32_t n; } E[3] = {
-                {0, 0.5, 0, 20, 60 * f, 10}, {1, 0.25, 0, 40, 100 * f, 20}, {2, 1.0, 0, 999, NAN, 5}};
+            // incorrect responses cut by the budget: GRPO 2 of 5 and 3 of 15, Dr. GRPO 1 of 5
+            // and 0 of 15 (train_pool's not counted)
+            struct { int32_t b; double acc, lm, lc, li; int32_t n; double cut; } E[3] = {
+                {0, 0.5, 0, 20, 60 * f, 10, grpo ? 0.4 : 0.2}, {1, 0.25, 0, 40, 100 * f, 20, grpo ? 0.2 : 0},
+                {2, 1.0, 0, 999, NAN, 5, NAN}};
             for (int e = 0; e < 3; e++) {
-                const void *er[NEV] = {&step, &E[e].b, &E[e].acc, &E[e].lm, &E[e].lc, &E[e].li, &E[e].n};
+                const void *er[NEV] = {&step, &E[e].b, &E[e].acc, &E[e].lm, &E[e].lc, &E[e].li, &E[e].n, &E[e].cut};
                 assert_int_equal(runlog_append(rl, "eval", 1, er, err, sizeof err), 0);
             }
         }
@@ -570,14 +576,21 @@ static void test_summary(void **state) {
         for (int i = 0; i < 2; i++) run_free(rf[i]);
     }
     assert_non_null(strstr(buf, "[PASS] share of responses with a visible"));
-    // final reward: last tenth (steps 18, 19) mean 0.237 + 0.025 (seeds 1, 2) = 0.262 for both
-    assert_non_null(strstr(buf, "Dr. GRPO 0.262 vs GRPO 0.262"));
+    // final reward: last tenth (steps 18, 19) mean 0.237 + 0.025 (seeds 1, 2) = 0.262 for both:
+    // pair differences 0, a CI of width 0 inside +-0.03
+    assert_non_null(strstr(buf, "[PASS] final training reward, Dr. GRPO minus GRPO over 2 seed pairs: +0.000 (90% CI "
+                                "+0.000..+0.000; Dr. GRPO 0.262, GRPO 0.262)"));
     // the reward rises by 0.036 in every run, less than 0.05
     assert_non_null(strstr(buf, "[FAIL] training reward, last minus first tenth of the steps: GRPO +0.036 (CI "
                                 "+0.036..+0.036 over 2 runs), Dr. GRPO +0.036 (CI +0.036..+0.036 over 2 runs)"));
-    // GRPO's incorrect eval responses: 135 tokens of a budget of 160
-    assert_non_null(strstr(buf, "[FAIL] final eval length of GRPO's incorrect responses: 135.0 tokens (CI "
-                                "135.0..135.0), 0.84 of a budget of 160; wanted below 0.8"));
+    // GRPO's incorrect eval responses: 5 of 20 cut in each run, 10 of 40 pooled; 135 tokens of
+    // a budget of 160 (information)
+    assert_non_null(strstr(buf, "[PASS] share of GRPO's incorrect responses of the final greedy eval cut by the "
+                                "budget: 0.250 (pooled over 2 runs; from /eval); wanted below 0.5"));
+    assert_non_null(strstr(buf, "their mean length 135.0 tokens (CI 135.0..135.0), 0.84 of a budget of 160"));
+    assert_non_null(strstr(buf, "sg1.h5 (GRPO): 0.250 (5 of 20) -> 0.250 (5 of 20; /eval)"));
+    assert_non_null(strstr(buf, "sd1.h5 (Dr. GRPO): 0.050 (1 of 20) -> 0.050 (1 of 20; /eval)"));
+    assert_non_null(strstr(buf, "no sampled eval of the final policies"));
     // after a disagreement (responses 2, 3 of both groups; first tenth steps 0-1, last 18-19):
     // share 4/8; correct 1/4 (response 2 of (1,1,1,0)); gave up 2/4 -> 0; looped 0 -> 2/4;
     // failing length (30 + 40 + 40) / 3
@@ -622,6 +635,81 @@ static void expect_load_error(const char *path, const char *needle) {
     printf("  %s\n", err);
     if (!strstr(err, needle)) fail_msg("error '%s' lacks '%s'", err, needle);
     if (!strstr(err, path) && !strstr(err, strrchr(path, '/') + 1)) fail_msg("error '%s' does not name the file", err);
+}
+
+// The file `grpolab eval-run` writes beside run log `run` (FINAL_GREEDY or FINAL_SAMPLED),
+// through eval_write_hdf5: every benchmark 10 questions x samples, 5 x samples of them
+// incorrect of length len_i, cut x samples of those cut by the budget.
+static void write_final_eval(const char *run, int which, int samples, int64_t step, double len_i, int cut) {
+    char path[1024], err[1024];
+    final_eval_path(run, which, path, sizeof path);
+    EvalConfig ec = {.samples = samples, .source_run = run, .source_step = step};
+    ec.sampler.temperature = which == FINAL_GREEDY ? 0.0f : 1.0f;
+    EvalResult r = {.n_bench = world_num_benchmarks()};
+    for (int b = 0; b < r.n_bench; b++) {
+        EvalStats *st = &r.bench[b];
+        st->n = 10 * samples, st->n_correct = 5 * samples, st->n_truncated = st->n_truncated_incorrect = cut * samples;
+        st->len_incorrect_sum = len_i * 5 * samples;
+    }
+    if (eval_write_hdf5(path, "model.h5", &ec, &r, NULL, 0, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+// Logs of an older grpolab have no /eval/truncation_incorrect: check 7 is not available and
+// fails, unless `grpolab eval-run --greedy` evaluated the run's final policy again (then its
+// file gives the last evaluation's share); the sampled eval-run files give the sampled ratio.
+static void test_final_evals(void **state) {
+    const char *p[2] = {tmp_path("og1.h5"), tmp_path("od1.h5")};
+    Synth s[2] = {{"grpo", 1, 20, 20, 0, 0, 0}, {"dr_grpo", 1, 20, 20, 0, 0, 0}};
+    Run *runs[2];
+    for (int i = 0; i < 2; i++) write_log(p[i], &s[i], "train", 4), runs[i] = load_ok(p[i]);
+    assert_null(runs[0]->eval_trunc_incorrect);
+    char *buf = summary_text(runs, 2, 0);
+    assert_non_null(strstr(buf, "[FAIL] share of GRPO's incorrect responses of the final greedy eval cut by the budget: "
+                                "not available (not available for 1 of GRPO's 1 runs"));
+    assert_non_null(strstr(buf, "og1.h5 (GRPO): - -> not available"));
+    free(buf);
+    for (int i = 0; i < 2; i++) run_free(runs[i]);
+    // eval-run's greedy file of the last evaluation's step (15: evaluations every 5 steps of 20)
+    // 2 of 5 incorrect cut per benchmark: 10 of 25; sampled at 4 per question, GRPO's incorrect
+    // responses 120 tokens long against Dr. GRPO's 80
+    write_final_eval(p[0], FINAL_GREEDY, 1, 15, 150, 2);
+    for (int i = 0; i < 2; i++) write_final_eval(p[i], FINAL_SAMPLED, 4, 15, i ? 80 : 120, 1);
+    for (int i = 0; i < 2; i++) runs[i] = load_ok(p[i]);
+    const struct FinalEval *g = &runs[0]->final_eval[FINAL_GREEDY], *sm = &runs[0]->final_eval[FINAL_SAMPLED];
+    assert_int_equal(g->n, 50);
+    assert_int_equal(g->samples, 1);
+    assert_int_equal(sm->n, 200);
+    assert_int_equal(sm->samples, 4);
+    CLOSE(sm->n_incorrect, 100, 0);
+    CLOSE(sm->trunc_incorrect, 20, 0);
+    CLOSE(sm->len_incorrect, 120, 1e-12);
+    CLOSE(sm->score, 0.5, 1e-12);
+    double bad, cut;
+    const char *src;
+    CLOSE(run_eval_trunc_incorrect(runs[0], -1, &bad, &cut, &src), 0.4, 1e-12);
+    assert_string_equal(src, "eval-run");
+    assert_true(isnan(run_eval_trunc_incorrect(runs[0], 0, &bad, &cut, &src)));  // the first: not known
+    buf = summary_text(runs, 2, 0);
+    assert_non_null(strstr(buf, "[PASS] share of GRPO's incorrect responses of the final greedy eval cut by the budget: "
+                                "0.400 (pooled over 1 run; from eval-run)"));
+    assert_non_null(strstr(buf, "information: the same ratio of the final policies sampled at temperature 1 (grpolab "
+                                "eval-run; 4 samples per question, 1 seed pair): 1.50 (no CI)"));
+    free(buf);
+    run_free(runs[0]);
+    // a greedy file of another step (an older checkpoint) does not stand for the last evaluation
+    write_final_eval(p[0], FINAL_GREEDY, 1, 10, 150, 2);
+    runs[0] = load_ok(p[0]);
+    assert_true(isnan(run_eval_trunc_incorrect(runs[0], -1, &bad, &cut, &src)));
+    assert_null(src);
+    run_free(runs[0]);
+    // a file that is not an eval log is left out with a note, the run still loads
+    char side[1024];
+    final_eval_path(p[0], FINAL_GREEDY, side, sizeof side);
+    write_log(side, &s[0], "train", 0);
+    runs[0] = load_ok(p[0]);
+    assert_int_equal(runs[0]->final_eval[FINAL_GREEDY].n, 0);
+    assert_int_equal(runs[0]->final_eval[FINAL_SAMPLED].n, 200);
+    for (int i = 0; i < 2; i++) run_free(runs[i]);
 }
 
 static void test_bad_files(void **state) {
@@ -870,6 +958,7 @@ int main(void) {
         cmocka_unit_test(test_bias_figures_data),
         cmocka_unit_test(test_bias_figures_without_tokens),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_final_evals),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_run_in_progress),
         cmocka_unit_test(test_cli),

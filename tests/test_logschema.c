@@ -210,9 +210,28 @@ static void test_rows_by_field_name(void **state) {
 }
 
 // ---------------------------------------------------------------- logs of grpolab b4fd00f
+// The columns the schema gained after b4fd00f: a log of b4fd00f lacks them, and the readers
+// take such a log as one that does not know them (tested below).
+static const struct {
+    const char *kind, *table, *column;
+} ADDED_SINCE[] = {
+    {"train", "eval", "truncation_incorrect"},
+    {"eval", "eval", "truncation_incorrect"},
+    {"eval", "responses", "sample"},
+};
+
+static int added_since(const LogKind *k, const TableSpec *s, const char *col) {
+    for (size_t i = 0; i < sizeof ADDED_SINCE / sizeof *ADDED_SINCE; i++)
+        if (!strcmp(ADDED_SINCE[i].kind, k->kind) && !strcmp(ADDED_SINCE[i].table, s->name) &&
+            !strcmp(ADDED_SINCE[i].column, col))
+            return 1;
+    return 0;
+}
+
 // Every table every log of kind k has (k->n_always: the others only with a setting such as
-// diagnostics.compare), and only those, with every column of the schema, and only those, of
-// the schema's type and with its doc attribute; the root attribute kind.
+// diagnostics.compare), and only those, with every column of the schema but those added
+// since (ADDED_SINCE), and only those, of the schema's type and with its doc attribute; the
+// root attribute kind.
 static void assert_log_matches(const char *path, const LogKind *k) {
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
@@ -224,10 +243,14 @@ static void assert_log_matches(const char *path, const LogKind *k) {
         hid_t g = H5Gopen2(f, s->name, H5P_DEFAULT);
         if (g < 0) fail_msg("%s has no table /%s", path, s->name);
         assert_true(H5Gget_info(g, &info) >= 0);
-        if ((int)info.nlinks != s->n_cols)
-            fail_msg("%s: /%s has %d columns, the schema %d", path, s->name, (int)info.nlinks, s->n_cols);
+        int added = 0;
+        for (int c = 0; c < s->n_cols; c++) added += added_since(k, s, s->cols[c].spec.name);
+        if ((int)info.nlinks != s->n_cols - added)
+            fail_msg("%s: /%s has %d columns, the schema %d of which %d are newer", path, s->name, (int)info.nlinks,
+                     s->n_cols, added);
         for (int c = 0; c < s->n_cols; c++) {
             const ColumnSpec *col = &s->cols[c].spec;
+            if (added_since(k, s, col->name)) continue;
             hid_t d = H5Dopen2(g, col->name, H5P_DEFAULT);
             if (d < 0) fail_msg("%s has no column /%s/%s", path, s->name, col->name);
             hid_t ft = H5Dget_type(d);
@@ -297,6 +320,13 @@ static void test_reads_reference_logs(void **state) {
     assert_true(fabs(r->len_incorrect[1] - 42.875) < 1e-12);
     assert_int_equal(r->n_evals, 2);
     assert_true(r->eval_step[0] == 0 && r->eval_step[1] == 2);
+    // no /eval/truncation_incorrect (nor a greedy eval-run file): the share is not known
+    assert_null(r->eval_trunc_incorrect);
+    double bad, cut;
+    const char *src = "x";
+    assert_true(isnan(run_eval_trunc_incorrect(r, -1, &bad, &cut, &src)));
+    assert_null(src);
+    assert_int_equal(r->final_eval[FINAL_GREEDY].n, 0);
     if (run_load_responses(r, err, sizeof err) != 0) fail_msg("%s", err);
     static const double lengths[16] = {34, 34, 47, 34, 36, 33, 36, 93, 115, 21, 53, 39, 54, 20, 21, 20};
     assert_int_equal(r->n_resp, 16);

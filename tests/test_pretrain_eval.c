@@ -145,7 +145,7 @@ static void test_eval_table_and_hdf5(void **state) {
     ec.sampler = (SamplerConfig){.temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = 40,
                                  .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, TEMPLATE_R1),
                                  .seed = 3};
-    int nq = eval_num_questions(&ec), nrec = 0;
+    int nq = eval_num_responses(&ec), nrec = 0;
     assert_int_equal(nq, 6 * world_num_benchmarks());
     EvalRecord *recs = xcalloc((size_t)nq, sizeof(EvalRecord));
     EvalResult r;

@@ -1,7 +1,9 @@
 // test_verdict.c: the checks of the finding (src/analysis/verdict.h) on run sets built in
 // memory: one that passes every check with its figures computed by hand, one for each check
 // that fails exactly that check, and the edge cases (one seed pair, unpaired runs, NaN
-// figures, a set without both objectives).
+// figures, a set without both objectives, logs that do not know the eval truncation); the
+// equivalence test of check 5 against its closed form; the comparisons of the 2x2 of GRPO's
+// two terms (verdict_plan, group_title).
 #include "test_util.h"
 
 #include "analysis/analysis.h"
@@ -20,7 +22,10 @@ typedef struct {
     double len_i, slope_i;  // tokens, tokens per step
     double eval_len_i;      // NaN: no incorrect eval response; -1: no evaluation at all
     int budget;             // world.max_new_tokens
+    double eval_cut;        // of the EVAL_BAD incorrect eval responses, how many the budget cut
+                            // (-1: the log does not say, as one of an older grpolab)
 } Spec;
+enum { EVAL_BAD = 100 };
 
 static double *column(double first, double last) {
     double *x = malloc(N * sizeof *x);
@@ -35,6 +40,7 @@ static Run *make_run(const Spec *p) {
     assert_non_null(r);
     r->path = strdup(p->preset);
     snprintf(r->objective, sizeof r->objective, "%s", p->preset);
+    snprintf(r->preset, sizeof r->preset, "%s", p->preset);
     r->seed = p->seed;
     r->steps_planned = N;
     r->max_new_tokens = p->budget;
@@ -58,6 +64,12 @@ static Run *make_run(const Spec *p) {
     r->eval_len_correct = malloc(sizeof(double));
     r->eval_len_incorrect = malloc(sizeof(double));
     r->eval_step[0] = N, r->eval_score[0] = 0.3, r->eval_len_correct[0] = 30, r->eval_len_incorrect[0] = p->eval_len_i;
+    r->eval_n_incorrect = malloc(sizeof(double));
+    r->eval_n_incorrect[0] = isnan(p->eval_len_i) ? 0 : EVAL_BAD;
+    if (p->eval_cut >= 0) {
+        r->eval_trunc_incorrect = malloc(sizeof(double));
+        r->eval_trunc_incorrect[0] = isnan(p->eval_len_i) ? 0 : p->eval_cut;
+    }
     return r;
 }
 
@@ -66,14 +78,15 @@ static Run *make_run(const Spec *p) {
 // incorrect training responses grow by 20 tokens per 100 steps while Dr. GRPO's shrink by 10;
 // truncation rises by 0.08 and loops by 0.10 under GRPO, by 0.01 each under Dr. GRPO;
 // disagreements 0.40 -> 0.35 and 0.40 -> 0.30; rewards 0.30 -> 0.49, 0.50, 0.51 under both
-// (rises 0.19, 0.20, 0.21); a budget of 300 tokens.
+// (rises 0.19, 0.20, 0.21; pair differences 0); a budget of 300 tokens; of GRPO's 100
+// incorrect eval responses per run 20, 30, 40 cut by it (pooled 90 of 300), of Dr. GRPO's 5.
 enum { SEEDS = 3, RUNS = 2 * SEEDS };
 static void passing_set(Spec s[RUNS]) {
     for (int i = 0; i < SEEDS; i++) {
         s[i] = (Spec){"grpo", 1 + i, {0.30, 0.49 + 0.01 * i}, {0.02, 0.10}, {0.05, 0.15}, {0.40, 0.35},
-                      80, 0.2, 150 + (i == 1 ? -10 : i == 2 ? 10 : 0), 300};
+                      80, 0.2, 150 + (i == 1 ? -10 : i == 2 ? 10 : 0), 300, 20 + 10 * i};
         s[SEEDS + i] = (Spec){"dr_grpo", 1 + i, {0.30, 0.49 + 0.01 * i}, {0.02, 0.03}, {0.05, 0.06}, {0.40, 0.30},
-                              80, -0.1, 100, 300};
+                              80, -0.1, 100, 300, 5};
     }
 }
 
@@ -125,10 +138,14 @@ static void test_all_pass(void **state) {
     CLOSE(c->f[2].v, 0.40, 1e-12);
     CLOSE(c->f[3].v, 0.30, 1e-12);
     CLOSE(c->threshold, 0.25, 0);
-    c = &v.check[CHECK_REWARD];
-    CLOSE(c->f[0].v, 0.50, 1e-12);
+    c = &v.check[CHECK_REWARD];  // equal rewards in every pair: a CI of width 0 at 0
+    CLOSE(c->f[0].v, 0, 1e-12);
+    CLOSE(c->f[0].lo, 0, 1e-12);
+    CLOSE(c->f[0].hi, 0, 1e-12);
     CLOSE(c->f[1].v, 0.50, 1e-12);
+    CLOSE(c->f[2].v, 0.50, 1e-12);
     CLOSE(c->threshold, 0.03, 0);
+    assert_int_equal(v.reward_pairs, 3);
     for (int k = 0; k < 2; k++) {  // the rises of both objectives: 0.19, 0.20, 0.21
         c = &v.check[CHECK_REWARD_RISES];
         CLOSE(c->f[k].v, 0.20, 1e-12);
@@ -136,12 +153,16 @@ static void test_all_pass(void **state) {
         assert_int_equal(v.runs[k], 3);
     }
     CLOSE(v.check[CHECK_REWARD_RISES].threshold, 0.05, 0);
-    c = &v.check[CHECK_EVAL_BUDGET];
-    CLOSE(c->f[0].v, 150, 1e-12);
-    CLOSE(c->f[0].hi, 150 + T2 * 10 / sqrt(3.0), 1e-9);
-    CLOSE(c->f[1].v, 300, 0);
-    CLOSE(c->f[2].v, 0.5, 1e-12);
-    CLOSE(c->threshold, 0.8, 0);
+    c = &v.check[CHECK_EVAL_TRUNC];
+    CLOSE(c->f[0].v, 0.3, 1e-12);  // (20 + 30 + 40) / 300
+    CLOSE(c->f[1].v, 150, 1e-12);   // their mean length, information
+    CLOSE(c->f[1].hi, 150 + T2 * 10 / sqrt(3.0), 1e-9);
+    CLOSE(c->f[2].v, 300, 0);
+    CLOSE(c->f[3].v, 3, 0);
+    CLOSE(c->threshold, 0.5, 0);
+    assert_string_equal(v.trunc_source, "/eval");
+    assert_string_equal(v.title[0], "GRPO");
+    assert_string_equal(v.title[1], "Dr. GRPO");
     assert_int_equal(v.saturated, 0);
     assert_int_equal(v.budget, 300);
 }
@@ -178,23 +199,33 @@ static void grpo_collapse(Spec *s) {  // 0.40 -> 0.09, under a quarter
 static void dr_none(Spec *s) {  // no disagreement at all
     for (int i = 0; i < SEEDS; i++) s[SEEDS + i].dis[0] = s[SEEDS + i].dis[1] = 0;
 }
-static void dr_reward_low(Spec *s) {  // Dr. GRPO 0.46 against GRPO's 0.50
+static void dr_reward_low(Spec *s) {  // Dr. GRPO 0.46 against GRPO's 0.49-0.51: -0.03..-0.05
     for (int i = 0; i < SEEDS; i++) s[SEEDS + i].reward[1] = 0.46;
 }
+static void dr_reward_high(Spec *s) {  // Dr. GRPO 0.56 against 0.49-0.51: equivalence fails too
+    for (int i = 0; i < SEEDS; i++) s[SEEDS + i].reward[1] = 0.56;
+}
+static void reward_pairs_noisy(Spec *s) {  // differences +0.04, -0.04, 0: mean 0, CI +-0.067
+    s[SEEDS].reward[1] += 0.04, s[SEEDS + 1].reward[1] -= 0.04;
+}
+// (the final rewards kept: check 5 still passes)
 static void grpo_rise_small(Spec *s) {  // rises 0.01, 0.02, 0.03
-    for (int i = 0; i < SEEDS; i++) s[i].reward[1] = 0.31 + 0.01 * i;
+    for (int i = 0; i < SEEDS; i++) s[i].reward[0] = 0.48;
 }
 static void grpo_rise_wide(Spec *s) {  // rises 0.0, 0.1, 0.2: mean 0.1, CI down to -0.15
-    for (int i = 0; i < SEEDS; i++) s[i].reward[1] = 0.30 + 0.1 * i;
+    for (int i = 0; i < SEEDS; i++) s[i].reward[0] = s[i].reward[1] - 0.1 * i;
 }
 static void dr_reward_flat(Spec *s) {  // Dr. GRPO at 0.50 from the start
     for (int i = 0; i < SEEDS; i++) s[SEEDS + i].reward[0] = 0.50, s[SEEDS + i].reward[1] = 0.50;
 }
-static void grpo_at_budget(Spec *s) {  // 250 of 300 tokens (ratios 2.4, 2.5, 2.6)
-    for (int i = 0; i < SEEDS; i++) s[i].eval_len_i += 100;
+static void grpo_capped(Spec *s) {  // 60, 70, 80 of 100 cut: 210 of 300
+    for (int i = 0; i < SEEDS; i++) s[i].eval_cut += 40;
 }
-static void budget_unknown(Spec *s) {
-    for (int i = 0; i < SEEDS; i++) s[i].budget = 0;
+static void grpo_half_capped(Spec *s) {  // 40, 50, 60 of 100: 150 of 300 is not below one half
+    for (int i = 0; i < SEEDS; i++) s[i].eval_cut += 20;
+}
+static void trunc_unknown(Spec *s) {  // one GRPO run from a log that does not log it
+    s[1].eval_cut = -1;
 }
 
 static const FailCase FAILS[] = {
@@ -206,12 +237,15 @@ static const FailCase FAILS[] = {
     {"loops rising under both", CHECK_FAILING_STATES, loops_both, "loops rise under Dr. GRPO"},
     {"GRPO's disagreements collapse", CHECK_DISAGREEMENT, grpo_collapse, "GRPO's disagreements collapse"},
     {"Dr. GRPO without disagreements", CHECK_DISAGREEMENT, dr_none, "Dr. GRPO's disagreements collapse"},
-    {"Dr. GRPO's reward lower", CHECK_REWARD, dr_reward_low, "below GRPO's"},
+    {"Dr. GRPO's reward lower", CHECK_REWARD, dr_reward_low, "difference -0.040, 90% CI -0.057..-0.023 not within +-0.03"},
+    {"Dr. GRPO's reward higher", CHECK_REWARD, dr_reward_high, "difference +0.060"},
+    {"pair differences too spread", CHECK_REWARD, reward_pairs_noisy, "not within +-0.03"},
     {"GRPO's reward rising too little", CHECK_REWARD_RISES, grpo_rise_small, "GRPO's reward rises by +0.020"},
     {"GRPO's reward rise with a CI reaching 0", CHECK_REWARD_RISES, grpo_rise_wide, "CI reaching down to -0.148"},
     {"Dr. GRPO's reward flat", CHECK_REWARD_RISES, dr_reward_flat, "Dr. GRPO's reward rises by +0.000"},
-    {"GRPO's incorrect eval responses at the budget", CHECK_EVAL_BUDGET, grpo_at_budget, "0.83 of the budget 300"},
-    {"budget unknown", CHECK_EVAL_BUDGET, budget_unknown, "not known"},
+    {"GRPO's incorrect eval responses cut", CHECK_EVAL_TRUNC, grpo_capped, "210 of 300 incorrect responses (0.70) cut"},
+    {"half of them cut", CHECK_EVAL_TRUNC, grpo_half_capped, "(0.50) cut by the budget, not below 0.5"},
+    {"the truncation not logged", CHECK_EVAL_TRUNC, trunc_unknown, "not available for 1 of GRPO's 3 runs"},
 };
 
 static void test_each_check_fails(void **state) {
@@ -262,8 +296,9 @@ static void test_edge_cases(void **state) {
     Spec s[RUNS];
     passing_set(s);
     Verdict v;
-    // one seed pair: no CI for the ratio, which cannot pass without one; the slopes' CIs come
-    // from the regression and the other checks compare means, so they still pass
+    // one seed pair: no CI for the ratio nor the reward difference, which cannot pass without
+    // one; the slopes' CIs come from the regression and the other checks compare means, so
+    // they still pass
     Spec pair[2] = {s[0], s[SEEDS]};
     assert_int_equal(verdict_of(pair, 2, &v), N_CHECKS);
     print_verdict("one seed pair", &v);
@@ -273,7 +308,8 @@ static void test_edge_cases(void **state) {
     assert_true(isnan(c->f[0].lo) && isnan(c->f[0].hi));
     assert_false(c->pass);
     assert_non_null(strstr(c->reason, "no CI from one seed pair"));
-    for (int k = CHECK_LENGTH_SLOPE; k < N_CHECKS; k++) assert_true(v.check[k].pass);
+    for (int k = CHECK_LENGTH_SLOPE; k < N_CHECKS; k++) assert_true(v.check[k].pass == (k != CHECK_REWARD));
+    assert_non_null(strstr(v.check[CHECK_REWARD].reason, "no CI from one seed pair"));  // equivalence needs a CI
     // unpaired runs (seeds 1 and 2): the ratio of the objectives' means, no CI
     pair[1].seed = 2;
     verdict_of(pair, 2, &v);
@@ -295,8 +331,8 @@ static void test_edge_cases(void **state) {
         assert_true(isnan(v.check[CHECK_EVAL_RATIO].f[0].v));
         assert_false(v.check[CHECK_EVAL_RATIO].pass);
         assert_non_null(strstr(v.check[CHECK_EVAL_RATIO].reason, "no ratio"));
-        assert_false(v.check[CHECK_EVAL_BUDGET].pass);
-        assert_non_null(strstr(v.check[CHECK_EVAL_BUDGET].reason, "no incorrect eval response"));
+        assert_false(v.check[CHECK_EVAL_TRUNC].pass);
+        assert_non_null(strstr(v.check[CHECK_EVAL_TRUNC].reason, k ? "not available" : "no incorrect eval response"));
     }
     passing_set(s);
     for (int i = 0; i < RUNS; i++) s[i].reward[0] = s[i].reward[1] = NAN, s[i].dis[0] = s[i].dis[1] = NAN;
@@ -307,7 +343,7 @@ static void test_edge_cases(void **state) {
     assert_false(v.check[CHECK_DISAGREEMENT].pass);
     assert_false(v.check[CHECK_FAILING_STATES].pass);
     assert_true(isnan(v.check[CHECK_REWARD].f[0].v));
-    assert_non_null(strstr(v.check[CHECK_REWARD].reason, "NaN"));
+    assert_non_null(strstr(v.check[CHECK_REWARD].reason, "no seed pair with both final rewards"));
     assert_non_null(strstr(v.check[CHECK_DISAGREEMENT].reason, "NaN"));
     assert_non_null(strstr(v.check[CHECK_FAILING_STATES].reason, "NaN"));
     assert_false(v.check[CHECK_REWARD_RISES].pass);
@@ -361,6 +397,104 @@ static void test_reward_rise_one_run(void **state) {
     for (int i = 0; i < 2; i++) run_free(runs[i]);
 }
 
+// Check 5's equivalence test against its closed form: the differences 0.01, 0.02, 0.00 have
+// mean 0.01 and s = 0.01, so the 90% CI is 0.01 +- t(0.95, 2) 0.01 / sqrt(3) with t(0.95, 2)
+// = 2.919986, i.e. -0.006859 .. 0.026859: inside +-0.03, not inside +-0.025. NaN values are
+// left out; fewer than two values give no CI.
+static void test_tost_closed_form(void **state) {
+    const double t95_2 = 2.919986, half = t95_2 * 0.01 / sqrt(3.0);
+    double x[4] = {0.01, 0.02, 0.00, NAN}, mean, lo, hi;
+    assert_int_equal(tost_within(x, 4, 0.90, 0.03, &mean, &lo, &hi), 1);
+    CLOSE(mean, 0.01, 1e-15);
+    CLOSE(lo, 0.01 - half, 1e-8);
+    CLOSE(hi, 0.01 + half, 1e-8);
+    CLOSE(hi, 0.026859, 1e-6);
+    assert_int_equal(tost_within(x, 3, 0.90, 0.025, &mean, &lo, &hi), 0);
+    double neg[3] = {-0.01, -0.02, -0.00};  // the mirror image: the lower test decides
+    assert_int_equal(tost_within(neg, 3, 0.90, 0.03, &mean, &lo, &hi), 1);
+    CLOSE(lo, -0.01 - half, 1e-8);
+    assert_int_equal(tost_within(neg, 3, 0.90, 0.025, &mean, &lo, &hi), 0);
+    assert_int_equal(tost_within(x, 1, 0.90, 0.03, &mean, &lo, &hi), 0);  // one value: no CI
+    CLOSE(mean, 0.01, 0);
+    assert_true(isnan(lo) && isnan(hi));
+}
+
+// The 2x2 of GRPO's two terms as a sweep groups it (labels preset_scale-VALUE): each corner is
+// named by its knobs, and the default comparisons are every corner against Dr. GRPO's. Here
+// "1/|o| only" behaves as GRPO (every check passes) and "std only" as Dr. GRPO (its ratio is 1,
+// its failures do not grow, its truncation and loops rise as Dr. GRPO's: checks 1-3 fail).
+static Run *corner_run(const Spec *sp, const char *scale) {
+    Run *r = make_run(sp);
+    const int per_len = strcmp(sp->preset, "grpo") == 0;
+    snprintf(r->objective, sizeof r->objective, "%s_scale-%s", sp->preset, scale);
+    snprintf(r->scale, sizeof r->scale, "%s", scale);
+    snprintf(r->aggregation, sizeof r->aggregation, "%s", per_len ? "seq_mean_token_mean" : "seq_mean_token_sum_norm");
+    snprintf(r->baseline, sizeof r->baseline, "group_mean");
+    return r;
+}
+
+static void test_2x2(void **state) {
+    Spec s[RUNS];
+    passing_set(s);
+    enum { CORNERS = 4, ALL = CORNERS * SEEDS };
+    static const char *const scale[CORNERS] = {"group_std", "none", "group_std", "none"};
+    static const char *const title[CORNERS] = {"GRPO", "1/|o| only", "std only", "Dr. GRPO"};
+    Run *runs[ALL];
+    for (int i = 0; i < SEEDS; i++)  // in a sweep's order: seed, then preset, then scale
+        for (int c = 0; c < CORNERS; c++) {
+            Spec sp = s[(c < 2 ? 0 : SEEDS) + i];
+            runs[CORNERS * i + c] = corner_run(&sp, scale[c]);
+        }
+    for (int c = 0; c < CORNERS; c++) assert_string_equal(group_title(runs[c]), title[c]);
+    const char *test[8], *ref[8];
+    char err[256];
+    assert_int_equal(verdict_plan(runs, ALL, NULL, NULL, test, ref, 8, err, sizeof err), 3);
+    for (int k = 0; k < 3; k++) {
+        assert_string_equal(test[k], runs[k]->objective);
+        assert_string_equal(ref[k], "dr_grpo_scale-none");
+        Verdict v;
+        assert_int_equal(verdict_compare(runs, ALL, test[k], ref[k], &v), N_CHECKS);
+        print_verdict(title[k], &v);
+        assert_string_equal(v.title[0], title[k]);
+        assert_string_equal(v.title[1], "Dr. GRPO");
+        assert_int_equal(v.pairs, 3);
+        assert_int_equal(v.passed, k < 2 ? N_CHECKS : N_CHECKS - 3);
+        for (int c = 0; c < N_CHECKS; c++) assert_int_equal(v.check[c].pass, k < 2 || c > CHECK_FAILING_STATES);
+        if (k == 2) CLOSE(v.check[CHECK_EVAL_RATIO].f[0].v, 1.0, 1e-12);
+        if (k == 2) assert_non_null(strstr(v.check[CHECK_LENGTH_SLOPE].reason, "std only's slope -10.0"));
+    }
+    // any group against any other, by label or name
+    assert_int_equal(verdict_plan(runs, ALL, "std only", "GRPO,1/|o| only", test, ref, 8, err, sizeof err), 2);
+    assert_string_equal(test[0], "grpo_scale-group_std");
+    assert_string_equal(test[1], "grpo_scale-none");
+    assert_string_equal(ref[0], "dr_grpo_scale-group_std");
+    assert_int_equal(verdict_plan(runs, ALL, "grpo_scale-none", NULL, test, ref, 8, err, sizeof err), 3);
+    assert_int_equal(verdict_plan(runs, ALL, "DAPO", NULL, test, ref, 8, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--against 'DAPO'"));
+    assert_int_equal(verdict_plan(runs, ALL, "GRPO", "GRPO", test, ref, 8, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is the group compared against"));
+    assert_int_equal(verdict_plan(runs, ALL, "GRPO", "std,", test, ref, 8, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no group 'std'"));
+    // the summary: each comparison's checks and the table of their key numbers
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(summary_print_against(f, runs, ALL, 0, NULL, NULL, err, sizeof err), 0);
+    fclose(f);
+    assert_non_null(strstr(text, "for 1/|o| only in GRPO's place against Dr. GRPO in Dr. GRPO's"));
+    assert_non_null(strstr(text, "The checks per comparison"));
+    const char *table = strstr(text, "The checks per comparison");
+    for (int k = 0; k < 3; k++) assert_non_null(strstr(table, title[k]));
+    assert_non_null(strstr(table, "1.00 FAIL"));  // std only's ratio
+    assert_non_null(strstr(table, "7/7"));
+    assert_non_null(strstr(table, "4/7"));
+    free(text);
+    // a group whose label adds another grid key keeps its label as its name
+    snprintf(runs[0]->objective, sizeof runs[0]->objective, "grpo_lr-1e-5");
+    assert_string_equal(group_title(runs[0]), "grpo_lr-1e-5");
+    for (int i = 0; i < ALL; i++) run_free(runs[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_pass),
@@ -368,6 +502,8 @@ int main(void) {
         cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_reward_rise_one_run),
+        cmocka_unit_test(test_tost_closed_form),
+        cmocka_unit_test(test_2x2),
     };
     return cmocka_run_group_tests_name("verdict", tests, NULL, NULL);
 }

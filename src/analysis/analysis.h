@@ -75,7 +75,13 @@ int masked_mean_curves(Aggregation *aggs, char labels[][160], int cap);
 // M c_i of a response of len tokens under agg in that minibatch (aggregation_coef).
 double masked_mean_weight(Aggregation agg, int len);
 
-// Prints the summary (plain text or markdown). Returns 0.
+
+// Prints the summary (plain text or markdown) with the comparisons of verdict_plan(against,
+// only). Returns 0, or -1 with a message for an unknown group (nothing printed by then but
+// the tables).
+int summary_print_against(FILE *f, Run *const *runs, int n, int markdown, const char *against, const char *only,
+                          char *err, size_t errlen);
+// summary_print_against with the default comparisons. Returns 0.
 int summary_print(FILE *f, Run *const *runs, int n, int markdown);
 
 // The first and last tenth of a run's steps (at least one step each): [0, k) and [n-k, n).

@@ -60,19 +60,24 @@ static const CliOption summary_opts[] = {
     {"check", NULL, "only say whether every run has logged all its planned steps: exit 0 if so, 1 if not"},
     {"fig7", NULL, "the argument is a Fig. 7 directory (DIR/{general,math,mathqa}): the summary of its runs and "
                    "the checks of Fig. 7 (docs/cli.md)"},
+    {"against", "GROUP", "the finding's checks of every other group against GROUP (a group label as in the "
+                         "tables, e.g. dr_grpo_scale-none, or its name, e.g. \"Dr. GRPO\"), GROUP in Dr. GRPO's place"},
+    {"groups", "LIST", "with --against: only these groups (comma-separated labels or names) in GRPO's place"},
 };
 static const CliSpec summary_spec = {
     "summary",
     "The final figures of each run and of each objective across seeds (mean and 95% CI): reward,\n"
     "train and eval lengths of correct and incorrect responses, the slope of the training length\n"
     "over the last half with its 95% CI, eval score, gradient-bias cosine, truncation, loop and\n"
-    "self-check disagreement shares; with GRPO and Dr. GRPO runs, the checks of the paper's finding.\n"
+    "self-check disagreement shares, the share of incorrect eval responses cut by the budget; with\n"
+    "GRPO and Dr. GRPO runs, the checks of the paper's finding (of a sweep of the 2x2 of GRPO's two\n"
+    "terms, every corner against Dr. GRPO's; --against: every group against another).\n"
     "Runs of one objective under several templates or question sets (a Fig. 6 sweep) get the Fig. 6\n"
     "summary instead: start and plateau scores per template and question set, and the checks of the\n"
     "paper's four observations.\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "RUN.h5|SWEEP_DIR... [--md] [--check] | --fig7 DIR [--md]",
-    summary_opts, 3, CLI_MAX_POSITIONAL, "RUN.h5..."};
+    "RUN.h5|SWEEP_DIR... [--md] [--check] [--against GROUP [--groups LIST]] | --fig7 DIR [--md]",
+    summary_opts, (int)(sizeof summary_opts / sizeof summary_opts[0]), CLI_MAX_POSITIONAL, "RUN.h5..."};
 
 // Loads every run; on error prints it and frees what was loaded.
 static Run **load_runs(const char *const *paths, int n) {
@@ -383,16 +388,25 @@ int cmd_summary(int argc, char **argv) {
         free_runs(paths, groups, n);
         return all ? 0 : 1;
     }
+    const char *against = cli_get(&summary_spec, &a, "against"), *only = cli_get(&summary_spec, &a, "groups");
+    if (only && !against) {
+        fprintf(stderr, "grpolab summary: error: --groups '%s' needs --against GROUP (the group they are checked "
+                "against)\n", only);
+        free_runs(paths, groups, n);
+        return 2;
+    }
     Run **runs = load_runs((const char *const *)paths, n);
     int fig6 = runs && fig6_design(runs, n);  // a Fig. 6 sweep: its own tables and checks
     if (runs && !fig6) runs = label_groups(runs, groups, n);
     free_runs(paths, groups, n);
     if (!runs) return 1;
+    char err[512];
     if (fig6) fig6_summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
-    else summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
+    else rc = summary_print_against(stdout, runs, n, cli_flag(&summary_spec, &a, "md"), against, only, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "grpolab summary: error: %s\n", err);
     for (int i = 0; i < n; i++) run_free(runs[i]);
     free(runs);
-    return 0;
+    return rc ? 2 : 0;
 }
 
 static const CliOption strip_opts[] = {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common.h"
 #include "analysis.h"
@@ -141,6 +142,9 @@ typedef struct {
     double *step, *bench, *accuracy, *length_correct, *length_incorrect, *n;
 } EvalColumns;
 typedef struct {
+    double *bench, *n, *accuracy, *length_incorrect;
+} EvalFileColumns;
+typedef struct {
     double *step, *length, *correct, *advantage, *token_offset;
 } ResponseColumns;
 typedef struct {
@@ -152,6 +156,31 @@ typedef struct {
 typedef struct {
     double *weight;
 } TokenWeights;
+
+// The index of train_pool among the comma-separated benchmark names, or -1.
+static int train_pool_index(const char *bench_names) {
+    int idx = 0;
+    for (const char *p = bench_names; p && *p; idx++) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len == 10 && strncmp(p, "train_pool", 10) == 0) return idx;
+        p = q ? q + 1 : p + len;
+    }
+    return -1;
+}
+
+// The column truncation_incorrect of table (/eval of a train or an eval log), n rows, or
+// NULL where the log has none (an older grpolab) or it does not read (then a note).
+static double *read_trunc_incorrect(RunLogReader *rd, const char *path, const char *table, int64_t n) {
+    char ds[64], e[512];
+    snprintf(ds, sizeof ds, "%s/truncation_incorrect", table);
+    if (!runlog_reader_has(rd, ds)) return NULL;
+    int64_t k;
+    double *t = runlog_read_column(rd, ds, &k, e, sizeof e);
+    if (t && k < n) free(t), t = NULL, snprintf(e, sizeof e, "%lld rows, /%s has %lld", (long long)k, table, (long long)n);
+    if (!t) fprintf(stderr, "grpolab: note: %s: /%s left out (%s)\n", path, ds, e);
+    return t;
+}
 
 // /eval pooled per evaluation over the benchmarks (train_pool excluded).
 static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *err, size_t errlen) {
@@ -168,29 +197,30 @@ static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *er
         free(ev.length_incorrect), free(ev.n);
         return -1;
     }
-    // the index of train_pool among the benchmark names, if present
-    int train_pool = -1, idx = 0;
-    for (const char *p = bench_names; p && *p; idx++) {
-        const char *q = strchr(p, ',');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        if (len == 10 && strncmp(p, "train_pool", 10) == 0) train_pool = idx;
-        p = q ? q + 1 : p + len;
-    }
+    int train_pool = train_pool_index(bench_names);
+    double *trunc = read_trunc_incorrect(rd, r->path, "eval", n);
     r->eval_step = xcalloc((size_t)n + 1, sizeof(double));
     r->eval_score = xcalloc((size_t)n + 1, sizeof(double));
     r->eval_len_correct = xcalloc((size_t)n + 1, sizeof(double));
     r->eval_len_incorrect = xcalloc((size_t)n + 1, sizeof(double));
+    r->eval_n_incorrect = xcalloc((size_t)n + 1, sizeof(double));
+    if (trunc) r->eval_trunc_incorrect = xcalloc((size_t)n + 1, sizeof(double));
     r->n_evals = 0;
     for (int64_t i = 0; i < n;) {  // rows of one evaluation share a step and are adjacent
-        double st = ev.step[i], acc = 0, sc = 0, nc = 0, si = 0, ni = 0;
+        double st = ev.step[i], acc = 0, sc = 0, nc = 0, si = 0, ni = 0, bad = 0, cut = 0;
         int nb = 0;
         for (; i < n && ev.step[i] == st; i++) {
             if ((int)ev.bench[i] == train_pool) continue;
             double q = ev.n[i], k = round(ev.accuracy[i] * q);
             acc += ev.accuracy[i];
             nb++;
+            bad += q - k;
             if (k > 0 && isfinite(ev.length_correct[i])) sc += k * ev.length_correct[i], nc += k;
             if (q - k > 0 && isfinite(ev.length_incorrect[i])) si += (q - k) * ev.length_incorrect[i], ni += q - k;
+            // the count behind the share; a share that is no count of q - k responses (NaN,
+            // say) spoils the evaluation's
+            double c = trunc ? trunc[i] * (q - k) : 0;
+            if (trunc && q - k > 0) cut += fabs(c - round(c)) < 1e-6 ? round(c) : NAN;
         }
         if (nb == 0) continue;
         int e = r->n_evals++;
@@ -198,10 +228,93 @@ static int read_eval(RunLogReader *rd, Run *r, const char *bench_names, char *er
         r->eval_score[e] = acc / nb;
         r->eval_len_correct[e] = nc > 0 ? sc / nc : NAN;
         r->eval_len_incorrect[e] = ni > 0 ? si / ni : NAN;
+        r->eval_n_incorrect[e] = bad;
+        if (trunc) r->eval_trunc_incorrect[e] = cut;
     }
+    free(trunc);
     free(ev.step), free(ev.bench), free(ev.accuracy), free(ev.length_correct);
     free(ev.length_incorrect), free(ev.n);
     return 0;
+}
+
+void final_eval_path(const char *run, int which, char *out, size_t len) {
+    snprintf(out, len, "%s.%s.h5", run, which == FINAL_GREEDY ? "greedy" : "sampled");
+}
+
+// Reads the eval log `grpolab eval-run` wrote beside r into r->final_eval[which]: 0, or -1
+// with a message (a missing file is not an error: n stays 0).
+static int final_eval_read(Run *r, int which, char *err, size_t errlen) {
+    char path[4200], e[1024], kind[64];
+    final_eval_path(r->path, which, path, sizeof path);
+    struct FinalEval *f = &r->final_eval[which];
+    memset(f, 0, sizeof *f);
+    if (access(path, F_OK) != 0) return 0;
+    RunLogReader *rd = runlog_reader_open(path, e, sizeof e);
+    if (!rd) return set_err(err, errlen, "%s", e);
+    EvalFileColumns ev = {NULL};
+    char *benches = NULL;
+    int64_t n = 0, samples, step;
+    double *trunc = NULL;
+    int rc = -1;
+    if (attr_str(rd, path, "kind", kind, sizeof kind, err, errlen) != 0) goto done;
+    if (strcmp(kind, "eval") != 0) {
+        set_err(err, errlen, "%s: a grpolab log of kind '%s', expected an eval log (grpolab eval-run)", path, kind);
+        goto done;
+    }
+    if (attr_int(rd, path, "samples", &samples, err, errlen) != 0 || attr_int(rd, path, "step", &step, err, errlen) != 0)
+        goto done;
+    static const ColumnField cols[] = {SAME(EvalFileColumns, bench), SAME(EvalFileColumns, n),
+                                       SAME(EvalFileColumns, accuracy), SAME(EvalFileColumns, length_incorrect)};
+    if (read_table(rd, &LOG_EVAL_BENCH, cols, FIELDS_OF(cols), &ev, &n, err, errlen) != 0) goto done;
+    if (check_whole(path, "eval/n", ev.n, n, 0, MAX_STEPS, err, errlen) != 0) goto done;
+    if (!(trunc = read_trunc_incorrect(rd, path, "eval", n))) {
+        set_err(err, errlen, "%s: no readable /eval/truncation_incorrect", path);
+        goto done;
+    }
+    benches = runlog_read_attr_str(rd, "benchmarks", e, sizeof e);
+    int pool = train_pool_index(benches), nb = 0;
+    double acc = 0, si = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if ((int)ev.bench[i] == pool) continue;
+        double q = ev.n[i], bad = q - round(ev.accuracy[i] * q);
+        nb++, acc += ev.accuracy[i], f->n += (int)q, f->n_incorrect += bad;
+        if (bad > 0) si += bad * ev.length_incorrect[i], f->trunc_incorrect += round(trunc[i] * bad);
+    }
+    f->samples = (int)samples, f->step = step;
+    f->score = nb ? acc / nb : NAN;
+    f->len_incorrect = f->n_incorrect > 0 ? si / f->n_incorrect : NAN;
+    rc = 0;
+done:
+    if (rc != 0) memset(f, 0, sizeof *f);
+    free(ev.bench), free(ev.n), free(ev.accuracy), free(ev.length_incorrect), free(trunc), free(benches);
+    runlog_reader_close(rd);
+    return rc;
+}
+
+static void read_final_eval(Run *r, int which) {
+    char err[2048];
+    if (final_eval_read(r, which, err, sizeof err) != 0)
+        fprintf(stderr, "grpolab: note: %s: its %s eval-run file is left out: %s\n", r->path,
+                which == FINAL_GREEDY ? "greedy" : "sampled", err);
+}
+
+double run_eval_trunc_incorrect(const Run *r, int e, double *n_incorrect, double *n_cut, const char **source) {
+    *n_incorrect = *n_cut = 0;
+    if (source) *source = NULL;
+    if (e < 0) e = r->n_evals - 1;
+    if (e < 0 || e >= r->n_evals) return NAN;
+    double bad = NAN, cut = NAN;
+    const char *from = NULL;
+    if (r->eval_trunc_incorrect && r->eval_n_incorrect) {
+        bad = r->eval_n_incorrect[e], cut = r->eval_trunc_incorrect[e], from = "/eval";
+    } else if (e == r->n_evals - 1 && r->final_eval[FINAL_GREEDY].n > 0 &&
+               (double)r->final_eval[FINAL_GREEDY].step == r->eval_step[e]) {
+        bad = r->final_eval[FINAL_GREEDY].n_incorrect, cut = r->final_eval[FINAL_GREEDY].trunc_incorrect, from = "eval-run";
+    }
+    if (!isfinite(cut) || !isfinite(bad)) return NAN;
+    *n_incorrect = bad, *n_cut = cut;
+    if (source) *source = from;
+    return bad > 0 ? cut / bad : NAN;
 }
 
 Run *run_load(const char *path, char *err, size_t errlen) {
@@ -221,13 +334,14 @@ Run *run_load(const char *path, char *err, size_t errlen) {
                 "grpolab train)", path, kind);
         goto fail;
     }
-    if (attr_str(rd, path, "objective.preset", r->objective, sizeof r->objective, err, errlen) != 0 ||
+    if (attr_str(rd, path, "objective.preset", r->preset, sizeof r->preset, err, errlen) != 0 ||
         attr_str(rd, path, "objective.scale", r->scale, sizeof r->scale, err, errlen) != 0 ||
         attr_str(rd, path, "objective.baseline", r->baseline, sizeof r->baseline, err, errlen) != 0 ||
         attr_str(rd, path, "objective.aggregation", r->aggregation, sizeof r->aggregation, err, errlen) != 0 ||
         attr_float(rd, path, "objective.std_eps", &r->std_eps, err, errlen) != 0 ||
         attr_int(rd, path, "seed", &r->seed, err, errlen) != 0)
         goto fail;
+    memcpy(r->objective, r->preset, sizeof r->objective);
     if (attr_int(rd, path, "objective.std_ddof", &v, err, errlen) != 0) goto fail;
     r->std_ddof = (int)v;
     if (attr_int(rd, path, "objective.l_max", &v, err, errlen) != 0) goto fail;
@@ -258,6 +372,7 @@ Run *run_load(const char *path, char *err, size_t errlen) {
     if (read_eval(rd, r, benches, err, errlen) != 0) goto fail;
     free(benches);
     runlog_reader_close(rd);
+    for (int w = 0; w < 2; w++) read_final_eval(r, w);
     return r;
 fail:
     free(benches);
@@ -395,7 +510,7 @@ void run_free(Run *r) {
     double *arrays[] = {r->step, r->reward, r->len_mean, r->len_correct, r->len_incorrect,
                         r->truncation, r->loop, r->disagreement, r->selfcheck, r->bias_cosine,
                         r->mixed_groups, r->eval_step, r->eval_score, r->eval_len_correct,
-                        r->eval_len_incorrect, r->resp_step, r->resp_length, r->resp_correct,
+                        r->eval_len_incorrect, r->eval_n_incorrect, r->eval_trunc_incorrect, r->resp_step, r->resp_length, r->resp_correct,
                         r->resp_advantage, r->resp_mean_abs_w, r->q_step, r->q_reward_mean,
                         r->q_mean_abs_adv, r->q_sum_abs_w, r->q_group_size};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
@@ -420,6 +535,32 @@ const char *objective_color(const char *preset, int index) {
     if (strcmp(preset, "rloo") == 0) return "#2ca02c";
     static const char *const more[] = {"#9467bd", "#ff7f0e", "#17becf", "#e377c2"};
     return more[index % 4];
+}
+
+const char *group_title(const Run *r) {
+    if (strcmp(r->objective, r->preset) == 0) return objective_title(r->preset);
+    if (strcmp(r->preset, "grpo") != 0 && strcmp(r->preset, "dr_grpo") != 0) return r->objective;
+    // the labels a sweep gives a run whose grid varies the scale and/or the aggregation
+    char forms[4][160];
+    snprintf(forms[0], sizeof forms[0], "%s_scale-%s", r->preset, r->scale);
+    snprintf(forms[1], sizeof forms[1], "%s_aggregation-%s", r->preset, r->aggregation);
+    snprintf(forms[2], sizeof forms[2], "%s_scale-%s_aggregation-%s", r->preset, r->scale, r->aggregation);
+    snprintf(forms[3], sizeof forms[3], "%s_aggregation-%s_scale-%s", r->preset, r->aggregation, r->scale);
+    int match = 0;
+    for (int i = 0; i < 4; i++) match |= strcmp(r->objective, forms[i]) == 0;
+    if (!match || strcmp(r->baseline, "group_mean") != 0) return r->objective;
+    int per_len = strcmp(r->aggregation, "seq_mean_token_mean") == 0;  // GRPO's 1/|o|
+    int l_max = strcmp(r->aggregation, "seq_mean_token_sum_norm") == 0;  // Dr. GRPO's 1/L_max
+    int by_std = strcmp(r->scale, "group_std") == 0, none = strcmp(r->scale, "none") == 0;
+    if (!(per_len || l_max) || !(by_std || none)) return r->objective;
+    return per_len ? (by_std ? "GRPO" : "1/|o| only") : (by_std ? "std only" : "Dr. GRPO");
+}
+
+const char *group_color(const Run *r, int g) {
+    const char *t = group_title(r);
+    if (strcmp(t, "GRPO") == 0) return objective_color("grpo", g);
+    if (strcmp(t, "Dr. GRPO") == 0) return objective_color("dr_grpo", g);
+    return objective_color(r->objective, g);
 }
 
 int group_by_objective(Run *const *runs, int n, int *group, const char **names, int max_groups) {

@@ -18,7 +18,10 @@
 
 typedef struct {
     char *path;
-    char objective[32];      // objective.preset (grpo, dr_grpo, dapo, rloo): the curve's label
+    char objective[32];      // the group label: objective.preset (grpo, dr_grpo, dapo, rloo),
+                             // to which `summary` and `plot` add a sweep's grid values
+                             // ("grpo_scale-none"); the curve's label
+    char preset[32];         // objective.preset as logged
     int64_t seed;
     int steps_planned;       // train.steps of the run's config (0 if unknown)
     int group_size;          // train.group_size (G)
@@ -43,6 +46,17 @@ typedef struct {
     double *eval_score;     // unweighted mean accuracy over the benchmarks
     double *eval_len_correct, *eval_len_incorrect;  // pooled over the benchmarks' responses
                                                     // (NaN if there is none of the class)
+    double *eval_n_incorrect;     // incorrect responses (reward 0), summed over the benchmarks
+    double *eval_trunc_incorrect; // how many of them the budget cut; NULL where the log has
+                                  // no /eval/truncation_incorrect (a log of an older grpolab)
+    // The final policy's evaluations by `grpolab eval-run` beside the log (final_eval_path):
+    // greedy (RUN.h5.greedy.h5) and sampled (RUN.h5.sampled.h5), pooled over the benchmarks.
+    // n: responses (0: no such file); samples: per question.
+    struct FinalEval {
+        int n, samples;
+        int64_t step;  // the steps of the policy evaluated (its root attribute step)
+        double score, len_incorrect, n_incorrect, trunc_incorrect;
+    } final_eval[2];  // FINAL_GREEDY, FINAL_SAMPLED
 
     // run_load_responses: /responses with per-response mean |token weight|, and /questions
     int64_t n_resp;
@@ -52,8 +66,22 @@ typedef struct {
     double *q_step, *q_reward_mean, *q_mean_abs_adv, *q_sum_abs_w, *q_group_size;
 } Run;
 
-// NULL and a message in err on error.
+enum { FINAL_GREEDY, FINAL_SAMPLED };
+
+// NULL and a message in err on error. The evaluations of `grpolab eval-run` beside the log
+// are read too where they exist; one that cannot be read is left out with a note on stderr.
 Run *run_load(const char *path, char *err, size_t errlen);
+
+// The path of the file `grpolab eval-run` writes beside run log `run` for evaluation `which`
+// (FINAL_GREEDY: RUN.h5.greedy.h5, FINAL_SAMPLED: RUN.h5.sampled.h5).
+void final_eval_path(const char *run, int which, char *out, size_t len);
+
+// The truncation of the incorrect responses of r's evaluation e (-1: the last), pooled over
+// the benchmarks: *n_incorrect and *n_cut (counts) and the share n_cut / n_incorrect (NaN
+// where no response is incorrect). Where it is not known (the log has no such column and,
+// for the last evaluation, no greedy eval-run file of its step): NaN, counts 0. *source (may
+// be NULL) says where it came from: "/eval", "eval-run", or NULL where not known.
+double run_eval_trunc_incorrect(const Run *r, int e, double *n_incorrect, double *n_cut, const char **source);
 // Adds the per-response and per-question data; -1 and a message on error.
 int run_load_responses(Run *r, char *err, size_t errlen);
 void run_free(Run *r);
@@ -75,6 +103,16 @@ int run_complete(const Run *r);
 // Display name and colour of an objective (the paper's: GRPO grey, Dr. GRPO dark red).
 const char *objective_title(const char *preset);
 const char *objective_color(const char *preset, int index);
+
+// A group's display name, from one of its runs: objective_title of a plain preset; for the
+// 2x2 of GRPO's two terms, runs of preset grpo or dr_grpo whose group adds only their
+// objective.scale and/or objective.aggregation ("grpo_scale-none"), the corner of that 2x2
+// by their knobs: "GRPO" (1/|o| aggregation seq_mean_token_mean, scale group_std), "1/|o| only"
+// (seq_mean_token_mean, none), "std only" (seq_mean_token_sum_norm, group_std), "Dr. GRPO"
+// (seq_mean_token_sum_norm, none); otherwise the label (Run.objective) itself.
+const char *group_title(const Run *r);
+// The colour of group index g with a run r: group_title's GRPO and Dr. GRPO take the paper's.
+const char *group_color(const Run *r, int g);
 
 // Groups runs by objective in order of first appearance: for each run its group index
 // (group[i]); returns the number of groups; names[g] points into the runs.

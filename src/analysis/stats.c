@@ -8,7 +8,9 @@
 
 #include "../common.h"
 
-int mean_ci95(const double *x, int n, double *mean, double *half) {
+int mean_ci95(const double *x, int n, double *mean, double *half) { return mean_ci(x, n, 0.95, mean, half); }
+
+int mean_ci(const double *x, int n, double level, double *mean, double *half) {
     int k = 0;
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -19,7 +21,7 @@ int mean_ci95(const double *x, int n, double *mean, double *half) {
         double ss = 0;
         for (int i = 0; i < n; i++)
             if (isfinite(x[i])) ss += (x[i] - *mean) * (x[i] - *mean);
-        *half = gsl_cdf_tdist_Pinv(0.975, k - 1) * sqrt(ss / (k - 1)) / sqrt((double)k);
+        *half = gsl_cdf_tdist_Pinv((1 + level) / 2, k - 1) * sqrt(ss / (k - 1)) / sqrt((double)k);
     }
     return k;
 }

@@ -10,6 +10,9 @@
 // Mean of the finite values of x (n) and the half-width of its 95% CI, t_{0.975, k-1} s/sqrt(k)
 // over the k finite values (NaN if k < 2). Returns k.
 int mean_ci95(const double *x, int n, double *mean, double *half);
+// The same at another two-sided level: t_{(1 + level) / 2, k-1} s/sqrt(k) (level 0.90 gives
+// the interval of two one-sided tests at 5%). level in (0, 1).
+int mean_ci(const double *x, int n, double level, double *mean, double *half);
 
 // Difference of the means of the finite values of b and a (mean b - mean a) and the half-width
 // of its 95% CI, two-sample t with pooled variance: t_{0.975, ka+kb-2} s_p sqrt(1/ka + 1/kb)

@@ -30,7 +30,8 @@ static const struct {
     {"reward", "%.3f"},        {"train len C", "%.1f"}, {"train len I", "%.1f"}, {"eval len C", "%.1f"},
     {"eval len I", "%.1f"},    {"score", "%.3f"},       {"slope len", "%+.1f"},  {"slope len I", "%+.1f"},
     {"bias cos", "%.3f"},      {"trunc 0", "%.3f"},     {"trunc 1", "%.3f"},     {"loop 0", "%.3f"},
-    {"loop 1", "%.3f"},        {"disagr 0", "%.3f"},    {"disagr 1", "%.3f"},
+    {"loop 1", "%.3f"},        {"disagr 0", "%.3f"},    {"disagr 1", "%.3f"},    {"etrunc I 0", "%.3f"},
+    {"etrunc I 1", "%.3f"},
 };
 
 static void cell(FILE *f, int md, const char *text, int width) {
@@ -131,38 +132,59 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
     free(ok);
 }
 
-// The checks of the finding (verdict.h), one line each.
+// The checks of the finding (verdict.h), one line each, for v->title[0] against v->title[1].
 static void verdict_print(FILE *f, const Verdict *v, int md) {
-    const char *item = md ? "- " : "";
-    fprintf(f, "\n%sThe finding of Liu et al. 2025 (GRPO vs Dr. GRPO; docs/results.md)\n\n", md ? "### " : "");
+    const char *item = md ? "- " : "", *G = v->title[0], *D = v->title[1];
+    if (strcmp(G, "GRPO") == 0 && strcmp(D, "Dr. GRPO") == 0)
+        fprintf(f, "\n%sThe finding of Liu et al. 2025 (GRPO vs Dr. GRPO; docs/results.md)\n\n", md ? "### " : "");
+    else
+        fprintf(f, "\n%sThe finding's checks for %s in GRPO's place against %s in Dr. GRPO's (docs/cli.md)\n\n",
+                md ? "### " : "", G, D);
     const Check *c = &v->check[CHECK_EVAL_RATIO];
     char ci[64];
     if (isfinite(c->f[0].lo)) snprintf(ci, sizeof ci, "95%% CI %.2f..%.2f", c->f[0].lo, c->f[0].hi);
     else snprintf(ci, sizeof ci, "no CI from %s", v->pairs ? "one seed pair" : "unpaired runs");
-    fprintf(f, "%s[%s] eval length of incorrect responses, GRPO / Dr. GRPO: %.2f (%s, %d seed pair%s%s); "
-            "wanted >= %g with the CI above 1\n", item, PASS(c), c->f[0].v, ci, v->pairs, v->pairs == 1 ? "" : "s",
+    fprintf(f, "%s[%s] eval length of incorrect responses, %s / %s: %.2f (%s, %d seed pair%s%s); "
+            "wanted >= %g with the CI above 1\n", item, PASS(c), G, D, c->f[0].v, ci, v->pairs, v->pairs == 1 ? "" : "s",
             v->unpaired ? "; unpaired runs left out" : "", c->threshold);
+    if (v->sampled_pairs > 0) {
+        const Estimate *e = &v->sampled_ratio;
+        char k[48] = "";
+        if (v->sampled_k > 0) snprintf(k, sizeof k, "%d samples per question, ", v->sampled_k);
+        if (isfinite(e->lo)) snprintf(ci, sizeof ci, "95%% CI %.2f..%.2f", e->lo, e->hi);
+        else snprintf(ci, sizeof ci, "no CI");
+        fprintf(f, "%sinformation: the same ratio of the final policies sampled at temperature 1 (grpolab eval-run; "
+                "%s%d seed pair%s): %.2f (%s)\n", md ? "  - " : "  ", k, v->sampled_pairs,
+                v->sampled_pairs == 1 ? "" : "s", e->v, ci);
+    } else {
+        fprintf(f, "%sinformation: no sampled eval of the final policies (grpolab eval-run RUN.h5 writes one)\n",
+                md ? "  - " : "  ");
+    }
     c = &v->check[CHECK_LENGTH_SLOPE];
     fprintf(f, "%s[%s] training length of incorrect responses over the last half, tokens per 100 steps: "
-            "GRPO %+.1f (CI %+.1f..%+.1f), Dr. GRPO %+.1f (CI %+.1f..%+.1f); wanted GRPO's CI above 0, "
-            "Dr. GRPO's containing 0 or below\n", item, PASS(c), c->f[0].v, c->f[0].lo, c->f[0].hi, c->f[1].v,
-            c->f[1].lo, c->f[1].hi);
+            "%s %+.1f (CI %+.1f..%+.1f), %s %+.1f (CI %+.1f..%+.1f); wanted %s's CI above 0, "
+            "%s's containing 0 or below\n", item, PASS(c), G, c->f[0].v, c->f[0].lo, c->f[0].hi, D, c->f[1].v,
+            c->f[1].lo, c->f[1].hi, G, D);
     if (v->saturated)
-        fprintf(f, "%snote: GRPO's incorrect training responses average %.1f tokens over the last tenth "
+        fprintf(f, "%snote: %s's incorrect training responses average %.1f tokens over the last tenth "
                 "against a budget of %d (truncation rate %.3f): with so little room left to grow, a flat "
                 "slope is saturation rather than the bias gone (a larger world.max_new_tokens, a smaller "
-                "lr or fewer steps keep them growing)\n", md ? "  - " : "  ", v->grpo_len_i, v->budget, v->grpo_trunc);
+                "lr or fewer steps keep them growing)\n", md ? "  - " : "  ", G, v->grpo_len_i, v->budget, v->grpo_trunc);
     c = &v->check[CHECK_FAILING_STATES];
-    fprintf(f, "%s[%s] change from the first to the last tenth of training: truncation rate GRPO %+.3f vs "
-            "Dr. GRPO %+.3f, loop share GRPO %+.3f vs Dr. GRPO %+.3f; wanted both to rise under GRPO, and "
-            "by more than under Dr. GRPO\n", item, PASS(c), c->f[0].v, c->f[1].v, c->f[2].v, c->f[3].v);
+    fprintf(f, "%s[%s] change from the first to the last tenth of training: truncation rate %s %+.3f vs "
+            "%s %+.3f, loop share %s %+.3f vs %s %+.3f; wanted both to rise under %s, and "
+            "by more than under %s\n", item, PASS(c), G, c->f[0].v, D, c->f[1].v, G, c->f[2].v, D, c->f[3].v, G, D);
     c = &v->check[CHECK_DISAGREEMENT];
     fprintf(f, "%s[%s] share of responses with a visible self-check disagreement, first -> last tenth: "
-            "GRPO %.3f -> %.3f, Dr. GRPO %.3f -> %.3f; wanted no collapse (last >= 1/%.0f of first, > 0)\n",
-            item, PASS(c), c->f[0].v, c->f[1].v, c->f[2].v, c->f[3].v, 1 / c->threshold);
+            "%s %.3f -> %.3f, %s %.3f -> %.3f; wanted no collapse (last >= 1/%.0f of first, > 0)\n",
+            item, PASS(c), G, c->f[0].v, c->f[1].v, D, c->f[2].v, c->f[3].v, 1 / c->threshold);
     c = &v->check[CHECK_REWARD];
-    fprintf(f, "%s[%s] final training reward: Dr. GRPO %.3f vs GRPO %.3f; wanted Dr. GRPO >= GRPO - %g\n", item,
-            PASS(c), c->f[0].v, c->f[1].v, c->threshold);
+    if (isfinite(c->f[0].lo))
+        snprintf(ci, sizeof ci, "%.0f%% CI %+.3f..%+.3f", 100 * VERDICT_REWARD_LEVEL, c->f[0].lo, c->f[0].hi);
+    else snprintf(ci, sizeof ci, "no CI");
+    fprintf(f, "%s[%s] final training reward, %s minus %s over %d seed pair%s: %+.3f (%s; %s %.3f, %s %.3f); "
+            "wanted the CI within +-%g (equivalence: two one-sided tests at 5%%)\n", item, PASS(c), D, G,
+            v->reward_pairs, v->reward_pairs == 1 ? "" : "s", c->f[0].v, ci, D, c->f[1].v, G, c->f[2].v, c->threshold);
     c = &v->check[CHECK_REWARD_RISES];
     char side[2][96];
     for (int k = 0; k < 2; k++) {
@@ -171,18 +193,80 @@ static void verdict_print(FILE *f, const Verdict *v, int md) {
         else if (v->runs[k] > 1) snprintf(side[k], sizeof side[k], "%+.3f (CI %+.3f..%+.3f over %d runs)", e->v, e->lo, e->hi, v->runs[k]);
         else snprintf(side[k], sizeof side[k], "%+.3f (CI %+.3f..%+.3f over the steps of 1 run)", e->v, e->lo, e->hi);
     }
-    fprintf(f, "%s[%s] training reward, last minus first tenth of the steps: GRPO %s, Dr. GRPO %s; wanted >= %+g "
-            "with the CI above 0 under both\n", item, PASS(c), side[0], side[1], c->threshold);
-    c = &v->check[CHECK_EVAL_BUDGET];
-    if (isfinite(c->f[0].lo)) snprintf(ci, sizeof ci, " (CI %.1f..%.1f)", c->f[0].lo, c->f[0].hi);
+    fprintf(f, "%s[%s] training reward, last minus first tenth of the steps: %s %s, %s %s; wanted >= %+g "
+            "with the CI above 0 under both\n", item, PASS(c), G, side[0], D, side[1], c->threshold);
+    c = &v->check[CHECK_EVAL_TRUNC];
+    char share[256];
+    if (isfinite(c->f[0].v))
+        snprintf(share, sizeof share, "%.3f (pooled over %d run%s; from %s)", c->f[0].v, v->trunc_runs,
+                 v->trunc_runs == 1 ? "" : "s", v->trunc_source ? v->trunc_source : "?");
+    else snprintf(share, sizeof share, "not available (%s)", c->reason);
+    fprintf(f, "%s[%s] share of %s's incorrect responses of the final greedy eval cut by the budget: %s; wanted "
+            "below %g\n", item, PASS(c), G, share, c->threshold);
+    if (isfinite(c->f[1].lo)) snprintf(ci, sizeof ci, " (CI %.1f..%.1f)", c->f[1].lo, c->f[1].hi);
     else ci[0] = 0;
-    char share[64] = "the budget not known";
-    if (c->f[1].v > 0) snprintf(share, sizeof share, "%.2f of a budget of %.0f", c->f[2].v, c->f[1].v);
-    fprintf(f, "%s[%s] final eval length of GRPO's incorrect responses: %.1f tokens%s, %s; wanted below %g of "
-            "the budget (world.max_new_tokens)\n", item, PASS(c), c->f[0].v, ci, share, c->threshold);
+    char budget[64] = "the budget not known";
+    if (c->f[2].v > 0) snprintf(budget, sizeof budget, "%.2f of a budget of %.0f", c->f[1].v / c->f[2].v, c->f[2].v);
+    fprintf(f, "%sinformation: their mean length %.1f tokens%s, %s\n", md ? "  - " : "  ", c->f[1].v, ci, budget);
+}
+
+// Each run's share of incorrect responses cut by the budget at its final greedy eval (check 7).
+static void trunc_per_run(FILE *f, Run *const *runs, int n, int md) {
+    fprintf(f, "\n%sIncorrect responses of the final greedy eval cut by the budget, per run (check 7; first eval -> "
+            "last)\n\n", md ? "### " : "");
+    for (int i = 0; i < n; i++) {
+        double b0, c0, b1, c1;
+        const char *src;
+        double s0 = run_eval_trunc_incorrect(runs[i], 0, &b0, &c0, NULL);
+        double s1 = run_eval_trunc_incorrect(runs[i], -1, &b1, &c1, &src);
+        char first[64] = "-", last[96] = "not available";
+        if (isfinite(s0)) snprintf(first, sizeof first, "%.3f (%.0f of %.0f)", s0, c0, b0);
+        if (isfinite(s1)) snprintf(last, sizeof last, "%.3f (%.0f of %.0f; %s)", s1, c1, b1, src);
+        else if (src) snprintf(last, sizeof last, "no incorrect response (%s)", src);
+        fprintf(f, "%s%s (%s): %s -> %s\n", md ? "- " : "  ", basename_of(runs[i]->path), group_title(runs[i]), first, last);
+    }
+}
+
+// The key number of each check, one row per comparison (several comparisons only).
+static void verdict_table(FILE *f, const Verdict *v, int nv, int md) {
+    static const char *const head[N_CHECKS] = {"1 eval ratio", "2 slope I", "3 trunc rise", "4 disagr 1",
+                                               "5 reward diff", "6 reward rise", "7 cut share"};
+    fprintf(f, "\n%sThe checks per comparison (key number and PASS/FAIL; definitions in docs/cli.md)\n\n",
+            md ? "### " : "");
+    if (md) fprintf(f, "| group | against |");
+    else fprintf(f, "%-12s %-12s", "group", "against");
+    for (int c = 0; c < N_CHECKS; c++) cell(f, md, head[c], 15);
+    cell(f, md, "passed", 6);
+    end_header(f, md, N_CHECKS + 3);
+    for (int k = 0; k < nv; k++) {
+        if (md) fprintf(f, "| %s | %s |", v[k].title[0], v[k].title[1]);
+        else fprintf(f, "%-12.12s %-12.12s", v[k].title[0], v[k].title[1]);
+        for (int c = 0; c < N_CHECKS; c++) {
+            const Check *ch = &v[k].check[c];
+            double key = c == CHECK_DISAGREEMENT ? ch->f[1].v : ch->f[0].v;
+            char buf[48];
+            snprintf(buf, sizeof buf, c == CHECK_EVAL_RATIO ? "%.2f %s" : c == CHECK_LENGTH_SLOPE ? "%+.1f %s"
+                     : c == CHECK_FAILING_STATES || c == CHECK_REWARD || c == CHECK_REWARD_RISES ? "%+.3f %s" : "%.3f %s",
+                     key, PASS(ch));
+            cell(f, md, buf, 15);
+        }
+        char p[16];
+        snprintf(p, sizeof p, "%d/%d", v[k].passed, v[k].checks);
+        cell(f, md, p, 6);
+        fprintf(f, "\n");
+    }
 }
 
 int summary_print(FILE *f, Run *const *runs, int n, int md) {
+    char err[512];
+    return summary_print_against(f, runs, n, md, NULL, NULL, err, sizeof err);
+}
+
+int summary_print_against(FILE *f, Run *const *runs, int n, int md, const char *against, const char *only,
+                          char *err, size_t errlen) {
+    const char *test[MAX_OBJECTIVES], *ref[MAX_OBJECTIVES];
+    int nv = verdict_plan(runs, n < 256 ? n : 256, against, only, test, ref, MAX_OBJECTIVES, err, errlen);
+    if (nv < 0) return -1;
     int group[256];
     const char *names[MAX_OBJECTIVES];
     if (n > 256) n = 256;
@@ -258,8 +342,13 @@ int summary_print(FILE *f, Run *const *runs, int n, int md) {
     failing_states_print(f, runs, n, group, names, ng, md);
 
     free(st);
-    Verdict v;
-    if (finding_verdict(runs, n, &v)) verdict_print(f, &v, md);
+    Verdict *v = xcalloc((size_t)nv + 1, sizeof *v);  // verdict_plan's labels point into runs
+    int shown = 0;
+    for (int k = 0; k < nv; k++)
+        if (verdict_compare(runs, n, test[k], ref[k], &v[shown])) verdict_print(f, &v[shown++], md);
+    if (shown) trunc_per_run(f, runs, n, md);
+    if (shown > 1) verdict_table(f, v, shown, md);
+    free(v);
     summary_print_compare(f, runs, n, md);
     return 0;
 }

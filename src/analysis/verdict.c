@@ -41,6 +41,9 @@ void run_figures(const Run *r, RunFigures *f) {
     f->v[RF_LOOP1] = mean_range(r->loop, n - k, n);
     f->v[RF_DIS0] = mean_range(r->disagreement, 0, k);
     f->v[RF_DIS1] = mean_range(r->disagreement, n - k, n);
+    double bad, cut;
+    f->v[RF_ETRUNC0] = run_eval_trunc_incorrect(r, 0, &bad, &cut, NULL);
+    f->v[RF_ETRUNC1] = run_eval_trunc_incorrect(r, -1, &bad, &cut, NULL);
 }
 
 void group_length_slope(Run *const *runs, int n, const int *group, int g, int incorrect, double *slope,
@@ -84,10 +87,19 @@ GL_PRINTF(2, 3) static void say(Check *c, const char *fmt, ...) {
 // What the checks read: the runs' figures and the two objectives' groups.
 typedef struct {
     Run *const *runs;
-    int n, gg, gd;  // gg, gd: the groups of GRPO and Dr. GRPO
+    int n, gg, gd;  // gg, gd: the groups in GRPO's and in Dr. GRPO's place
     const int *group;
     const RunFigures *fig;
+    const char *ng, *nd;  // their names (Verdict.title)
 } Inputs;
+
+// The run of group gd with the seed of run i, or -1.
+static int pair_of(const Inputs *in, int i) {
+    int j = -1;
+    for (int t = 0; t < in->n; t++)
+        if (in->group[t] == in->gd && in->runs[t]->seed == in->runs[i]->seed) j = t;
+    return j;
+}
 
 // Mean over the runs of group g of figure m, and its 95% CI.
 static Estimate group_mean(const Inputs *in, int g, int m) {
@@ -107,9 +119,7 @@ static void check_eval_ratio(const Inputs *in, Verdict *v, Check *c) {
     int k = 0;
     for (int i = 0; i < in->n; i++) {
         if (in->group[i] != in->gg) continue;
-        int j = -1;
-        for (int t = 0; t < in->n; t++)
-            if (in->group[t] == in->gd && in->runs[t]->seed == in->runs[i]->seed) j = t;
+        int j = pair_of(in, i);
         if (j < 0) {
             v->unpaired = 1;
             continue;
@@ -142,9 +152,9 @@ static void check_length_slope(const Inputs *in, Verdict *v, Check *c) {
     c->f[1] = estimate_ci(ds, dh);
     int grpo_grows = isfinite(gh) && c->f[0].lo > 0, dr_flat = isfinite(dh) && c->f[1].lo <= 0;
     c->pass = grpo_grows && dr_flat;
-    if (!grpo_grows) say(c, "GRPO's slope %+.1f has %s", gs, isfinite(gh) ? "a CI that is not above 0" : "no CI");
-    else if (!dr_flat) say(c, "Dr. GRPO's slope %+.1f has %s", ds, isfinite(dh) ? "a CI above 0" : "no CI");
-    else say(c, "GRPO's incorrect responses grow (%+.1f), Dr. GRPO's do not (%+.1f)", gs, ds);
+    if (!grpo_grows) say(c, "%s's slope %+.1f has %s", in->ng, gs, isfinite(gh) ? "a CI that is not above 0" : "no CI");
+    else if (!dr_flat) say(c, "%s's slope %+.1f has %s", in->nd, ds, isfinite(dh) ? "a CI above 0" : "no CI");
+    else say(c, "%s's incorrect responses grow (%+.1f), %s's do not (%+.1f)", in->ng, gs, in->nd, ds);
     // GRPO's side failed: at the budget its failures cannot grow any more
     v->budget = group_budget(in->runs, in->n, in->group, in->gg);
     v->grpo_len_i = gmean(in, in->gg, RF_TLEN_I);
@@ -163,11 +173,11 @@ static void check_failing_states(const Inputs *in, Check *c) {
     c->f[0] = estimate(tg), c->f[1] = estimate(td), c->f[2] = estimate(lg), c->f[3] = estimate(ld);
     c->pass = tg > 0 && lg > 0 && tg > td && lg > ld;
     if (!(isfinite(tg) && isfinite(td) && isfinite(lg) && isfinite(ld))) say(c, "a truncation rate or loop share is NaN");
-    else if (!(tg > 0)) say(c, "GRPO's truncation rate does not rise (%+.3f)", tg);
-    else if (!(lg > 0)) say(c, "GRPO's loop share does not rise (%+.3f)", lg);
-    else if (!(tg > td)) say(c, "truncation rises under Dr. GRPO as much (%+.3f vs %+.3f)", td, tg);
-    else if (!(lg > ld)) say(c, "loops rise under Dr. GRPO as much (%+.3f vs %+.3f)", ld, lg);
-    else say(c, "truncation and loops rise under GRPO, by more than under Dr. GRPO");
+    else if (!(tg > 0)) say(c, "%s's truncation rate does not rise (%+.3f)", in->ng, tg);
+    else if (!(lg > 0)) say(c, "%s's loop share does not rise (%+.3f)", in->ng, lg);
+    else if (!(tg > td)) say(c, "truncation rises under %s as much (%+.3f vs %+.3f)", in->nd, td, tg);
+    else if (!(lg > ld)) say(c, "loops rise under %s as much (%+.3f vs %+.3f)", in->nd, ld, lg);
+    else say(c, "truncation and loops rise under %s, by more than under %s", in->ng, in->nd);
 }
 
 // 4: the visible self-check disagreements do not collapse under either objective.
@@ -182,21 +192,44 @@ static void check_disagreement(const Inputs *in, Check *c) {
         c->f[2 * s] = estimate(d0), c->f[2 * s + 1] = estimate(d1);
         if (d1 >= VERDICT_DISAGREE_KEEP * d0 && d1 > 0) continue;
         c->pass = 0;
-        if (!isfinite(d0) || !isfinite(d1)) say(c, "%s's disagreement share is NaN", s ? "Dr. GRPO" : "GRPO");
-        else say(c, "%s's disagreements collapse (%.3f -> %.3f)", s ? "Dr. GRPO" : "GRPO", d0, d1);
+        if (!isfinite(d0) || !isfinite(d1)) say(c, "%s's disagreement share is NaN", s ? in->nd : in->ng);
+        else say(c, "%s's disagreements collapse (%.3f -> %.3f)", s ? in->nd : in->ng, d0, d1);
     }
 }
 
-// 5: Dr. GRPO earns the reward GRPO earns.
-static void check_reward(const Inputs *in, Check *c) {
-    double rd = gmean(in, in->gd, RF_REWARD), rg = gmean(in, in->gg, RF_REWARD);
+int tost_within(const double *x, int n, double level, double margin, double *mean, double *lo, double *hi) {
+    double half;
+    int k = mean_ci(x, n, level, mean, &half);
+    *lo = k >= 2 ? *mean - half : NAN;
+    *hi = k >= 2 ? *mean + half : NAN;
+    return k >= 2 && isfinite(half) && *lo > -margin && *hi < margin;
+}
+
+// 5: Dr. GRPO earns the reward GRPO earns: the final rewards of the seed pairs are equivalent
+// within the margin (two one-sided tests: the CI at VERDICT_REWARD_LEVEL of the mean pair
+// difference inside +- the margin).
+static void check_reward(const Inputs *in, Verdict *v, Check *c) {
+    double diff[MAX_RUNS], mean, lo, hi;
+    int k = 0;
+    for (int i = 0; i < in->n; i++) {
+        if (in->group[i] != in->gg) continue;
+        int j = pair_of(in, i);
+        double d = j < 0 ? NAN : in->fig[j].v[RF_REWARD] - in->fig[i].v[RF_REWARD];
+        if (isfinite(d)) diff[k++] = d;
+    }
+    v->reward_pairs = k;
     c->name = "reward";
     c->threshold = VERDICT_REWARD_MARGIN;
-    c->f[0] = estimate(rd), c->f[1] = estimate(rg);
-    c->pass = rd >= rg - VERDICT_REWARD_MARGIN;
-    if (!isfinite(rd) || !isfinite(rg)) say(c, "a final reward is NaN");
-    else if (c->pass) say(c, "Dr. GRPO's reward %.3f is within %g of GRPO's %.3f or above", rd, VERDICT_REWARD_MARGIN, rg);
-    else say(c, "Dr. GRPO's reward %.3f is below GRPO's %.3f - %g", rd, rg, VERDICT_REWARD_MARGIN);
+    c->pass = tost_within(diff, k, VERDICT_REWARD_LEVEL, VERDICT_REWARD_MARGIN, &mean, &lo, &hi);
+    c->f[0] = (Estimate){mean, lo, hi};
+    c->f[1] = estimate(gmean(in, in->gd, RF_REWARD)), c->f[2] = estimate(gmean(in, in->gg, RF_REWARD));
+    if (k == 0) say(c, "no seed pair with both final rewards");
+    else if (k == 1) say(c, "no CI from one seed pair (difference %+.3f)", mean);
+    else if (c->pass)
+        say(c, "difference %+.3f, %.0f%% CI %+.3f..%+.3f within +-%g over %d seed pairs", mean,
+            100 * VERDICT_REWARD_LEVEL, lo, hi, VERDICT_REWARD_MARGIN, k);
+    else say(c, "difference %+.3f, %.0f%% CI %+.3f..%+.3f not within +-%g", mean, 100 * VERDICT_REWARD_LEVEL, lo, hi,
+             VERDICT_REWARD_MARGIN);
 }
 
 // The training reward of run r, last tenth minus first tenth, and the half-width of the 95%
@@ -233,7 +266,7 @@ static void check_reward_rises(const Inputs *in, Verdict *v, Check *c) {
         *e = estimate_ci(mean, half);
         if (mean >= VERDICT_REWARD_RISE && e->lo > 0) continue;
         c->pass = 0;
-        const char *who = s ? "Dr. GRPO" : "GRPO";
+        const char *who = s ? in->nd : in->ng;
         if (!isfinite(mean)) say(c, "%s's reward is NaN", who);
         else if (mean < VERDICT_REWARD_RISE) say(c, "%s's reward rises by %+.3f, less than %+g", who, mean, VERDICT_REWARD_RISE);
         else if (!isfinite(half)) say(c, "%s's rise %+.3f has no CI", who, mean);
@@ -241,35 +274,77 @@ static void check_reward_rises(const Inputs *in, Verdict *v, Check *c) {
     }
 }
 
-// 7: GRPO's incorrect eval responses end short of the budget: where they fill it, their length
-// says how long the budget is rather than how far the bias lengthens them.
-static void check_eval_budget(const Inputs *in, Verdict *v, Check *c) {
-    int budget = group_budget(in->runs, in->n, in->group, in->gg);
-    Estimate len = group_mean(in, in->gg, RF_ELEN_I);
-    c->name = "eval_budget";
-    c->threshold = VERDICT_BUDGET_SHARE;
-    c->f[0] = len;
-    c->f[1] = estimate(budget);
-    c->f[2] = estimate(budget > 0 ? len.v / budget : NAN);
-    c->pass = budget > 0 && len.v < VERDICT_BUDGET_SHARE * budget;
-    if (budget <= 0) say(c, "the budget (world.max_new_tokens) is not known");
-    else if (!isfinite(len.v)) say(c, "GRPO has no incorrect eval response");
-    else if (!c->pass) say(c, "%.1f tokens are %.2f of the budget %d, not below %g", len.v, c->f[2].v, budget, VERDICT_BUDGET_SHARE);
-    else say(c, "%.1f tokens are %.2f of the budget %d", len.v, c->f[2].v, budget);
+// 7: GRPO's incorrect greedy eval responses are not capped: most of them end before the budget.
+// Where most are cut, their length says how long the budget is rather than how far the bias
+// lengthens them.
+static void check_eval_trunc(const Inputs *in, Verdict *v, Check *c) {
+    double bad = 0, cut = 0;
+    int runs = 0, known = 0, from_eval = 0, from_file = 0;
+    for (int i = 0; i < in->n; i++) {
+        if (in->group[i] != in->gg) continue;
+        double b, k;
+        const char *src;
+        runs++;
+        run_eval_trunc_incorrect(in->runs[i], -1, &b, &k, &src);
+        if (!src) continue;
+        known++, bad += b, cut += k;
+        from_eval |= strcmp(src, "/eval") == 0, from_file |= strcmp(src, "eval-run") == 0;
+    }
+    v->trunc_runs = runs;
+    v->trunc_source = from_eval && from_file ? "/eval and eval-run" : from_eval ? "/eval" : from_file ? "eval-run" : NULL;
+    c->name = "eval_trunc";
+    c->threshold = VERDICT_TRUNC_SHARE;
+    c->f[0] = estimate(known == runs && bad > 0 ? cut / bad : NAN);
+    c->f[1] = group_mean(in, in->gg, RF_ELEN_I);
+    c->f[2] = estimate(group_budget(in->runs, in->n, in->group, in->gg));
+    c->f[3] = estimate(known);
+    c->pass = known == runs && bad > 0 && cut / bad < VERDICT_TRUNC_SHARE;
+    if (known < runs)
+        say(c, "not available for %d of %s's %d runs: their logs have no /eval/truncation_incorrect (an older "
+            "grpolab) and no greedy eval-run file", runs - known, in->ng, runs);
+    else if (!(bad > 0)) say(c, "%s has no incorrect eval response", in->ng);
+    else if (!c->pass) say(c, "%.0f of %.0f incorrect responses (%.2f) cut by the budget, not below %g", cut, bad, cut / bad, VERDICT_TRUNC_SHARE);
+    else say(c, "%.0f of %.0f incorrect responses (%.2f) cut by the budget", cut, bad, cut / bad);
 }
 
-int finding_verdict(Run *const *runs, int n, Verdict *v) {
+// Information: the ratio of the sampled eval lengths of incorrect responses over the pairs.
+static void sampled_ratio(const Inputs *in, Verdict *v) {
+    double ratios[MAX_RUNS], mean, half;
+    int k = 0;
+    v->sampled_k = 0;
+    for (int i = 0; i < in->n; i++) {
+        if (in->group[i] != in->gg) continue;
+        int j = pair_of(in, i);
+        if (j < 0) continue;
+        const struct FinalEval *a = &in->runs[i]->final_eval[FINAL_SAMPLED], *b = &in->runs[j]->final_eval[FINAL_SAMPLED];
+        if (a->n == 0 || b->n == 0) continue;
+        for (int s = 0; s < 2; s++) {
+            int ks = s ? b->samples : a->samples;
+            v->sampled_k = v->sampled_k == 0 || v->sampled_k == ks ? ks : -1;
+        }
+        ratios[k++] = a->len_incorrect / b->len_incorrect;
+    }
+    v->sampled_pairs = k;
+    mean_ci95(ratios, k, &mean, &half);
+    v->sampled_ratio = estimate_ci(mean, half);
+}
+
+int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, Verdict *v) {
     memset(v, 0, sizeof *v);
     if (n > MAX_RUNS) n = MAX_RUNS;
     int group[MAX_RUNS];
     const char *names[MAX_OBJECTIVES];
     int ng = group_by_objective(runs, n, group, names, MAX_OBJECTIVES);
-    Inputs in = {runs, n, -1, -1, group, NULL};
+    Inputs in = {runs, n, -1, -1, group, NULL, NULL, NULL};
     for (int g = 0; g < ng; g++) {
-        if (strcmp(names[g], "grpo") == 0) in.gg = g;
-        if (strcmp(names[g], "dr_grpo") == 0) in.gd = g;
+        if (strcmp(names[g], test) == 0) in.gg = g;
+        if (strcmp(names[g], ref) == 0) in.gd = g;
     }
-    if (in.gg < 0 || in.gd < 0) return 0;
+    if (in.gg < 0 || in.gd < 0 || in.gg == in.gd) return 0;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < 2; s++)
+            if (group[i] == (s ? in.gd : in.gg)) snprintf(v->title[s], sizeof v->title[s], "%s", group_title(runs[i]));
+    in.ng = v->title[0], in.nd = v->title[1];
     RunFigures *fig = xcalloc((size_t)n, sizeof *fig);
     for (int i = 0; i < n; i++) run_figures(runs[i], &fig[i]);
     in.fig = fig;
@@ -279,11 +354,62 @@ int finding_verdict(Run *const *runs, int n, Verdict *v) {
     check_length_slope(&in, v, &v->check[CHECK_LENGTH_SLOPE]);
     check_failing_states(&in, &v->check[CHECK_FAILING_STATES]);
     check_disagreement(&in, &v->check[CHECK_DISAGREEMENT]);
-    check_reward(&in, &v->check[CHECK_REWARD]);
+    check_reward(&in, v, &v->check[CHECK_REWARD]);
     check_reward_rises(&in, v, &v->check[CHECK_REWARD_RISES]);
-    check_eval_budget(&in, v, &v->check[CHECK_EVAL_BUDGET]);
+    check_eval_trunc(&in, v, &v->check[CHECK_EVAL_TRUNC]);
+    sampled_ratio(&in, v);
     free(fig);
     v->checks = N_CHECKS;
     for (int c = 0; c < N_CHECKS; c++) v->passed += v->check[c].pass;
     return v->checks;
+}
+
+int finding_verdict(Run *const *runs, int n, Verdict *v) { return verdict_compare(runs, n, "grpo", "dr_grpo", v); }
+
+// The group (index into names) whose label or title is name, or -1.
+static int find_group(Run *const *runs, int n, const int *group, const char *const *names, int ng, const char *name,
+                      size_t len) {
+    for (int g = 0; g < ng; g++) {
+        if (strlen(names[g]) == len && strncmp(names[g], name, len) == 0) return g;
+        for (int i = 0; i < n; i++) {
+            const char *t = group_title(runs[i]);
+            if (group[i] == g && strlen(t) == len && strncmp(t, name, len) == 0) return g;
+        }
+    }
+    return -1;
+}
+
+int verdict_plan(Run *const *runs, int n, const char *against, const char *only, const char **test,
+                 const char **ref, int max, char *err, size_t errlen) {
+    if (n > MAX_RUNS) n = MAX_RUNS;
+    int group[MAX_RUNS];
+    const char *names[MAX_OBJECTIVES];
+    int ng = group_by_objective(runs, n, group, names, MAX_OBJECTIVES), r = -1, k = 0;
+    if (against) {
+        r = find_group(runs, n, group, names, ng, against, strlen(against));
+        if (r < 0) return set_err(err, errlen, "--against '%s': no group of that label or name among the runs", against);
+    } else {
+        int gg = find_group(runs, n, group, names, ng, "grpo", 4), gd = find_group(runs, n, group, names, ng, "dr_grpo", 7);
+        if (gg >= 0 && gd >= 0 && strcmp(names[gg], "grpo") == 0 && strcmp(names[gd], "dr_grpo") == 0) {
+            if (max < 1) return 0;
+            test[0] = names[gg], ref[0] = names[gd];
+            return 1;
+        }
+        for (int i = 0; i < n && r < 0; i++)
+            if (strcmp(group_title(runs[i]), "Dr. GRPO") == 0 && strcmp(runs[i]->objective, runs[i]->preset) != 0) r = group[i];
+        if (r < 0) return 0;
+    }
+    int want[MAX_OBJECTIVES] = {0};
+    for (int g = 0; g < ng; g++) want[g] = !only && g != r;
+    for (const char *p = only; p && *p;) {
+        size_t len = strcspn(p, ",");
+        int g = find_group(runs, n, group, names, ng, p, len);
+        if (g < 0) return set_err(err, errlen, "--groups '%s': no group '%.*s' among the runs", only, (int)len, p);
+        if (g == r) return set_err(err, errlen, "--groups '%s': '%.*s' is the group compared against", only, (int)len, p);
+        want[g] = 1;
+        p += len + (p[len] == ',');
+    }
+    for (int g = 0; g < ng && k < max; g++)
+        if (want[g]) test[k] = names[g], ref[k] = names[r], k++;
+    return k;
 }

@@ -14,13 +14,16 @@
 // ---- the thresholds of the checks (docs/cli.md)
 #define VERDICT_RATIO_MIN 1.3       // eval ratio: GRPO / Dr. GRPO at least this, its CI above 1
 #define VERDICT_DISAGREE_KEEP 0.25  // disagreements: last tenth at least this share of the first
-#define VERDICT_REWARD_MARGIN 0.03  // final reward: Dr. GRPO at least GRPO's minus this
+#define VERDICT_REWARD_MARGIN 0.03  // final reward: the CI of the mean pair difference (Dr. GRPO
+                                    // minus GRPO) within +- this (equivalence, two one-sided tests)
+#define VERDICT_REWARD_LEVEL 0.90   // that CI's level: two one-sided tests at 5% each
 #define VERDICT_SATURATION 0.8      // note to the slope check: GRPO's incorrect training length
                                     // at least this share of the budget is saturation
 #define VERDICT_REWARD_RISE 0.05    // reward rises: last tenth minus first at least this under
                                     // both objectives, the CI above 0
-#define VERDICT_BUDGET_SHARE 0.8    // GRPO's final eval length of incorrect responses below this
-                                    // share of the budget (world.max_new_tokens)
+#define VERDICT_TRUNC_SHARE 0.5     // GRPO's final greedy eval: the share of its incorrect
+                                    // responses that the budget cut, pooled over its runs, below
+                                    // this (failures not capped)
 
 // ---- the figures of one run (first / last tenth as tenth_of; eval = the last evaluation)
 enum {
@@ -39,6 +42,8 @@ enum {
     RF_LOOP1,     // last tenth
     RF_DIS0,      // share with a visible self-check disagreement, first tenth
     RF_DIS1,      // last tenth
+    RF_ETRUNC0,   // share of the incorrect eval responses cut by the budget, first evaluation
+    RF_ETRUNC1,   // last evaluation (run_eval_trunc_incorrect; NaN where not known)
     N_RUN_FIGURES
 };
 typedef struct {
@@ -65,12 +70,17 @@ enum {
                            // more than under Dr. GRPO
     CHECK_DISAGREEMENT,    // f[0], f[1]: GRPO's disagreement share, first and last tenth; f[2],
                            // f[3]: Dr. GRPO's; last >= VERDICT_DISAGREE_KEEP x first and > 0
-    CHECK_REWARD,          // f[0], f[1]: final training reward of Dr. GRPO, GRPO
+    CHECK_REWARD,          // f[0]: final training reward, Dr. GRPO minus GRPO, mean over the
+                           // seed pairs with its VERDICT_REWARD_LEVEL CI (t, pairs - 1 df); f[1],
+                           // f[2]: final training reward of Dr. GRPO, GRPO (means over runs)
     CHECK_REWARD_RISES,    // f[0], f[1]: training reward, last tenth minus first, GRPO, Dr. GRPO:
                            // mean over the runs with its CI; with one run the CI comes from
                            // the steps of its two tenths (two-sample t, pooled variance)
-    CHECK_EVAL_BUDGET,     // f[0]: GRPO's final eval length of incorrect responses, mean over
-                           // its runs with CI; f[1]: the budget; f[2]: f[0] / budget
+    CHECK_EVAL_TRUNC,      // f[0]: share of GRPO's incorrect responses of its final greedy eval
+                           // cut by the budget, pooled over its runs (cut / incorrect, summed);
+                           // f[1]: GRPO's final eval length of incorrect responses, mean over
+                           // its runs with CI (information); f[2]: the budget; f[3]: the runs
+                           // whose share is known (all must be)
     N_CHECKS
 };
 
@@ -87,6 +97,8 @@ typedef struct {
 } Check;
 
 typedef struct {
+    char title[2][48];  // the compared groups' names (group_title): [0] in GRPO's place, [1] in
+                        // Dr. GRPO's; "GRPO" and "Dr. GRPO" for finding_verdict
     int checks;       // N_CHECKS, or 0 where GRPO or Dr. GRPO runs are missing (no checks)
     int passed;       // how many passed
     Check check[N_CHECKS];
@@ -98,10 +110,38 @@ typedef struct {
     int saturated;
     int budget;       // GRPO's world.max_new_tokens (the largest of its runs; 0: unknown)
     double grpo_len_i, grpo_trunc;  // their length and truncation rate, last tenth
+    int reward_pairs;               // seed pairs with both final rewards (check 5's samples)
+    int trunc_runs;                 // GRPO's runs (check 7: f[3] of them have the share)
+    const char *trunc_source;       // where check 7's shares come from: "/eval", "eval-run",
+                                    // "/eval and eval-run" (run_eval_trunc_incorrect), NULL: none
+    // Information, not a check: the final policy sampled at temperature 1 (`grpolab eval-run`,
+    // Run.final_eval[FINAL_SAMPLED]): GRPO / Dr. GRPO eval length of incorrect responses, mean
+    // over the seed pairs that have it with its 95% CI, and the samples per question (0: no
+    // pair has a sampled eval; -1: the pairs differ in it)
+    Estimate sampled_ratio;
+    int sampled_pairs, sampled_k;
 } Verdict;
 
-// The checks of the finding for runs (GRPO runs: objective.preset grpo, Dr. GRPO: dr_grpo;
-// other objectives are left out; at most 256 runs are read). Returns v->checks.
+// The checks of the finding for runs (GRPO runs: group grpo, Dr. GRPO: dr_grpo; other groups
+// are left out; at most 256 runs are read). Returns v->checks.
 int finding_verdict(Run *const *runs, int n, Verdict *v);
+
+// The same checks with the runs of group `test` in GRPO's place and those of group `ref` in
+// Dr. GRPO's (group labels, Run.objective). Returns v->checks (0 if either has no run).
+int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, Verdict *v);
+
+// The comparisons `grpolab summary` makes (docs/cli.md): against = NULL: grpo against
+// dr_grpo where both groups exist, else, where a group is the 2x2's Dr. GRPO corner
+// (group_title), every other group against it; against = a group's label or title: every
+// other group against it, or only those of `only` (comma-separated labels or titles; NULL:
+// all). Fills test[k] (and ref[k]) with group labels; returns the comparisons (at most max),
+// or -1 with a message naming the unknown group.
+int verdict_plan(Run *const *runs, int n, const char *against, const char *only, const char **test,
+                 const char **ref, int max, char *err, size_t errlen);
+
+// Two one-sided tests of equivalence, as check 5 makes them: the mean of the finite x[0..n),
+// its CI at `level` (t with k - 1 df over the k finite values), and whether the CI lies within
+// (-margin, margin). *lo = *hi = NaN (and 0 returned) where k < 2.
+int tost_within(const double *x, int n, double level, double margin, double *mean, double *lo, double *hi);
 
 #endif

@@ -52,6 +52,10 @@ int eval_num_questions(const EvalConfig *cfg) {
     return total;
 }
 
+static int eval_samples(const EvalConfig *cfg) { return cfg->samples > 1 ? cfg->samples : 1; }
+
+int eval_num_responses(const EvalConfig *cfg) { return eval_num_questions(cfg) * eval_samples(cfg); }
+
 int eval_check_prompts(const Model *m, const Tokenizer *tk, const EvalConfig *cfg, char *err,
                        size_t errlen) {
     int n_bench = eval_num_benchmarks(), cap = model_config(m)->max_seq_len;
@@ -89,6 +93,7 @@ static void stats_add(EvalStats *st, const EvalRecord *r) {
     st->n_correct += r->reward;
     st->n_format += r->format_ok;
     st->n_truncated += r->truncated;
+    st->n_truncated_incorrect += r->truncated && !r->reward;
     st->len_sum += r->length;
     if (r->reward) st->len_correct_sum += r->length;
     else st->len_incorrect_sum += r->length;
@@ -109,6 +114,7 @@ int eval_check_records(const EvalConfig *cfg, const EvalRecord *records, int n, 
     int n_bench = eval_num_benchmarks(), batch = eval_batch_size(cfg), k = 0;
     for (int b = 0; b < n_bench + (cfg->train_pool > 0); b++) {
         int size = eval_size(cfg, b, n_bench);
+        for (int s = 0; s < eval_samples(cfg); s++)
         for (int j = 0; j < size; j++, k++) {
             if (k == n) {
                 if (j % batch == 0) return 0;
@@ -116,10 +122,10 @@ int eval_check_records(const EvalConfig *cfg, const EvalRecord *records, int n, 
                                "(%s #%d): not where an evaluation stops", n, batch,
                                bench_label(b, n_bench), j);
             }
-            if (records[k].bench != b || records[k].index != j)
-                return set_err(err, errlen, "response row %d is of benchmark %d question %d, "
-                               "expected %s (benchmark %d) question %d", k, records[k].bench,
-                               records[k].index, bench_label(b, n_bench), b, j);
+            if (records[k].bench != b || records[k].index != j || records[k].sample != s)
+                return set_err(err, errlen, "response row %d is of benchmark %d question %d sample %d, "
+                               "expected %s (benchmark %d) question %d sample %d", k, records[k].bench,
+                               records[k].index, records[k].sample, bench_label(b, n_bench), b, j, s);
         }
     }
     if (k != n)
@@ -149,6 +155,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
         int size = eval_size(cfg, b, n_bench);
         EvalStats *st = &out->bench[b];
         double t0 = wall_time();
+        for (int k = 0; k < eval_samples(cfg) && !out->stopped; k++)
         for (int j0 = 0; j0 < size && !out->stopped; j0 += batch) {
             int n = size - j0 < batch ? size - j0 : batch, T = 1;
             if (nrec + n <= cfg->resume_from) {  // evaluated before: counted, not generated
@@ -166,7 +173,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
             for (int i = 1; i < n; i++)
                 memmove(prompts + (size_t)i * T, prompts + (size_t)i * max_len, (size_t)plen[i] * sizeof(int));
             sampler_generate(m, &cfg->sampler, prompts, plen, n, T,
-                             ((uint64_t)b << 32) | (uint64_t)j0, &g);
+                             ((uint64_t)b << 32) | ((uint64_t)k << 20) | (uint64_t)j0, &g);
             for (int i = 0; i < n; i++) {
                 int len = g.length[i];
                 if (tok_decode(tk, g.tokens + (size_t)i * g.max_new, len, resp, (size_t)max_new * 16 + 16) < 0)
@@ -179,7 +186,7 @@ void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, E
                            bench_label(b, n_bench), j0 + i, tasks[i].level,
                            tasks[i].question, (long long)tasks[i].answer, v.reward,
                            v.truncated ? " (truncated)" : "", v.format_ok ? "" : " (format)", resp);
-                EvalRecord rec = {.bench = b, .index = j0 + i, .level = tasks[i].level,
+                EvalRecord rec = {.bench = b, .index = j0 + i, .sample = k, .level = tasks[i].level,
                                   .length = len, .reward = v.reward, .correct = v.correct,
                                   .format_ok = v.format_ok, .truncated = v.truncated,
                                   .self_checked = v.self_checked, .disagreement = v.disagreement,
@@ -275,6 +282,12 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
              runlog_set_attr_f64(rl, "top_p", cfg->sampler.top_p, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "max_new_tokens", cfg->sampler.max_new_tokens, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "world_seed", (int64_t)cfg->world_seed, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "seed", (int64_t)cfg->sampler.seed, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "samples", eval_samples(cfg), err, errlen) == 0 &&
+             (!cfg->source_run || (runlog_set_attr_str(rl, "run", cfg->source_run, err, errlen) == 0 &&
+                                   runlog_set_attr_i64(rl, "step", cfg->source_step, err, errlen) == 0 &&
+                                   (!cfg->source_run_id ||
+                                    runlog_set_attr_str(rl, "run_id", cfg->source_run_id, err, errlen) == 0))) &&
              runlog_set_attr_f64(rl, "score", r->stopped ? NAN : r->score, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "complete", !r->stopped, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "limit", cfg->limit, err, errlen) == 0 &&
@@ -296,7 +309,8 @@ int eval_write_hdf5(const char *path, const char *model_path, const EvalConfig *
                             .length_correct = mean_of(s->len_correct_sum, s->n_correct),
                             .length_incorrect = mean_of(s->len_incorrect_sum, n_bad),
                             .format_rate = ratio(s->n_format, s->n),
-                            .truncation_rate = ratio(s->n_truncated, s->n)};
+                            .truncation_rate = ratio(s->n_truncated, s->n),
+                            .truncation_incorrect = mean_of(s->n_truncated_incorrect, n_bad)};
         ok = runlog_append_rows(rl, &LOG_EVAL_BENCH, 1, &row, err, errlen) == 0;
     }
     if (ok) ok = runlog_append_rows(rl, &LOG_EVAL_RESPONSES, n_recs, recs, err, errlen) == 0;

@@ -15,11 +15,13 @@
 #include "world.h"
 
 #define EVAL_MAX_BENCH 8
+#define EVAL_MAX_SAMPLES 4095  // EvalConfig.samples: sample k takes 12 bits of the stream id
 
 typedef struct {
     int n;                          // responses
     int n_correct;                  // reward 1
     int n_format, n_truncated;
+    int n_truncated_incorrect;      // truncated responses with reward 0
     double len_sum, len_correct_sum, len_incorrect_sum;  // generated tokens
     int n_self_checked, n_disagreement, n_recovered, n_looped, n_gave_up;
     int level_n[WORLD_NUM_LEVELS + 1], level_correct[WORLD_NUM_LEVELS + 1];  // index = level (0: ood)
@@ -56,6 +58,12 @@ typedef struct {
     uint64_t world_seed;    // the benchmarks' seed
     int batch;              // sequences generated together
     int limit;              // if > 0, at most this many questions per benchmark (quick runs)
+    int samples;            // responses per question (<= 1: one); sample k of question j of
+                            // benchmark b draws from the sampler's stream (b << 32 | k << 20 | j),
+                            // so sample 0 is the response of a one-sample evaluation
+    const char *source_run; // eval_write_hdf5: the root attributes run (the train log whose
+    int64_t source_step;    // final policy this is), step (its steps) and run_id (the log's;
+    const char *source_run_id;  // NULL: none); source_run NULL: none of them written
     int train_pool;         // if > 0, also this many training-pool questions (reported apart)
     uint64_t pool_seed;     // the training pool's seed (run.seed)
     int progress;           // print a progress line per benchmark to stderr
@@ -85,10 +93,12 @@ int eval_check_prompts(const Model *m, const Tokenizer *tk, const EvalConfig *cf
 
 // Runs every benchmark (call eval_check_prompts first: a prompt that does not fit is a fatal
 // error here). records (optional, NULL) receives one row per response; *n_records
-// its count (the caller allocates eval_num_questions(cfg) rows).
+// its count (the caller allocates eval_num_responses(cfg) rows: questions x samples).
 void evaluate_benchmarks(Model *m, const Tokenizer *tk, const EvalConfig *cfg, EvalResult *out,
                          EvalRecord *records, int *n_records);
 int eval_num_questions(const EvalConfig *cfg);
+// The responses: eval_num_questions x samples (what records must hold).
+int eval_num_responses(const EvalConfig *cfg);
 // Checks that records[0 .. n) are the responses evaluate_benchmarks writes first under cfg
 // (benchmark and question index in its order) and end at a batch boundary, so that an
 // evaluation can go on after them. 0, or -1 with a message naming the first row that is not.

@@ -92,6 +92,8 @@ static const TableColumn TRAIN_EVAL_COLS[] = {
     COL(TrainEvalRow, length_correct, "tokens", "mean length of correct responses (NaN if none)"),
     COL(TrainEvalRow, length_incorrect, "tokens", "mean length of incorrect responses (NaN if none)"),
     COL(TrainEvalRow, n, "questions", "questions"),
+    COL(TrainEvalRow, truncation_incorrect, "fraction", "share of the incorrect responses (reward 0) cut by the budget "
+                                                        "(no stop; NaN if none is incorrect)"),
 };
 const TableSpec LOG_TRAIN_EVAL = {"eval", "one row per (evaluation, benchmark)", TRAIN_EVAL_COLS,
                                   N_OF(TRAIN_EVAL_COLS), ROW_STRUCT, sizeof(TrainEvalRow), 1024, 0};
@@ -106,6 +108,8 @@ static const TableColumn EVAL_BENCH_COLS[] = {
     COL(EvalBenchRow, length_incorrect, "tokens", "mean length of incorrect responses (NaN if none)"),
     COL(EvalBenchRow, format_rate, "fraction", "share of responses in the template's format"),
     COL(EvalBenchRow, truncation_rate, "fraction", "share of responses that ran into the budget"),
+    COL(EvalBenchRow, truncation_incorrect, "fraction", "share of the incorrect responses (reward 0) that ran into "
+                                                        "the budget (NaN if none is incorrect)"),
 };
 const TableSpec LOG_EVAL_BENCH = {"eval", "one row per benchmark", EVAL_BENCH_COLS,
                                   N_OF(EVAL_BENCH_COLS), ROW_STRUCT, sizeof(EvalBenchRow), 64, 0};
@@ -113,6 +117,7 @@ const TableSpec LOG_EVAL_BENCH = {"eval", "one row per benchmark", EVAL_BENCH_CO
 static const TableColumn EVAL_RESPONSE_COLS[] = {
     COL(EvalResponseRow, bench, "", "benchmark index"),
     COL(EvalResponseRow, index, "", "question index within the benchmark"),
+    COL(EvalResponseRow, sample, "", "sample 0 .. samples - 1 of the question (root attribute samples; 0 when greedy)"),
     COL(EvalResponseRow, level, "", "difficulty level 1..5, 0 for the out-of-distribution benchmarks"),
     COL(EvalResponseRow, length, "tokens", "generated tokens, the stop token included"),
     COL(EvalResponseRow, reward, "0/1", "verifier reward (0/1)"),

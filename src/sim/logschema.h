@@ -50,6 +50,7 @@ typedef struct {  // /eval of a train log, one row per (evaluation, benchmark)
     int32_t step, bench;
     double accuracy, length_mean, length_correct, length_incorrect;
     int32_t n;
+    double truncation_incorrect;
 } TrainEvalRow;
 
 // The counterfactual diagnostics of diagnostics.compare (compare.h): only in the logs of runs
@@ -84,10 +85,11 @@ extern const TableSpec LOG_COMPARE, LOG_COMPARE_BINS;
 typedef struct {  // /eval of an eval log, one row per benchmark
     int32_t bench, n;
     double accuracy, length_mean, length_correct, length_incorrect, format_rate, truncation_rate;
+    double truncation_incorrect;
 } EvalBenchRow;
 
 typedef struct {  // /responses of an eval log, one row per response
-    int32_t bench, index, level, length, reward, correct, format_ok, truncated;
+    int32_t bench, index, sample, level, length, reward, correct, format_ok, truncated;
     int32_t self_checked, disagreement, recovered, looped, gave_up;
 } EvalResponseRow;
 

@@ -373,6 +373,8 @@ static const CliOption eval_opts[] = {
     {"greedy", NULL, "greedy decoding (the default)"},
     {"temperature", "X", "sample at temperature X > 0 instead of greedy"},
     {"top-p", "P", "nucleus sampling mass in (0, 1] (default 1)"},
+    {"samples", "K", "with --temperature: K responses per question (default 1), pooled in the table; "
+                     "sample k of each question has a random stream of its own"},
     {"limit", "N", "at most N questions per benchmark (default: eval.limit, all)"},
     {"train-pool", "N", "also run N training-pool questions (reported apart, not in the score)"},
     {"show", "N", "print the first N responses of each benchmark with their verdicts"},
@@ -391,7 +393,7 @@ static const CliSpec eval_spec = {
     "eval",
     "Run the five held-out benchmarks and print accuracy, mean length (all, correct,\n"
     "incorrect), format and truncation rates, self-check behaviour, and accuracy per level.",
-    "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P]] [--limit N]\n"
+    "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P] [--samples K]] [--limit N]\n"
     "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite | --resume]] [--backend NAME]\n"
     "       [--set SECTION.KEY=VALUE]... [--failure-profile CONFIG]",
     eval_opts, 14, 0, NULL};
@@ -458,6 +460,19 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
     }
     if ((ts && parse_float_opt("temperature", ts, 0, 100, 1, &temp) != 0) ||
         (ps && parse_float_opt("top-p", ps, 0, 1, 1, &top_p) != 0)) {
+        config_free(c);
+        return 2;
+    }
+    const char *ks = cli_get(&eval_spec, a, "samples");
+    if (ks && (parse_positive_int("samples", ks, &ec.samples) != 0 || ec.samples > EVAL_MAX_SAMPLES)) {
+        if (ec.samples > EVAL_MAX_SAMPLES)
+            fprintf(stderr, "grpolab eval: error: --samples %s: at most %d\n", ks, EVAL_MAX_SAMPLES);
+        config_free(c);
+        return 2;
+    }
+    if (ec.samples > 1 && !ts) {
+        fprintf(stderr, "grpolab eval: error: --samples %d: greedy responses are all alike; give --temperature X\n",
+                ec.samples);
         config_free(c);
         return 2;
     }
@@ -552,7 +567,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         free(model_config);
         return 2;
     }
-    int nq = eval_num_questions(&ec), nrec = 0;
+    int nq = eval_num_responses(&ec), nrec = 0;
     EvalRecord *recs = xcalloc((size_t)nq, sizeof(EvalRecord));
     char fingerprint[17];
     resume_fingerprint(m, fingerprint);

@@ -169,7 +169,8 @@ int trainlog_write_eval(RunLog *rl, int step, const EvalResult *res, char *err, 
         double lc = safe_div(s->len_correct_sum, s->n_correct);
         double li = safe_div(s->len_incorrect_sum, s->n - s->n_correct);
         TrainEvalRow row = {.step = step, .bench = b, .accuracy = acc, .length_mean = lm,
-                            .length_correct = lc, .length_incorrect = li, .n = s->n};
+                            .length_correct = lc, .length_incorrect = li, .n = s->n,
+                            .truncation_incorrect = safe_div(s->n_truncated_incorrect, s->n - s->n_correct)};
         if (runlog_append_rows(rl, &LOG_TRAIN_EVAL, 1, &row, err, errlen) != 0) return -1;
     }
     fprintf(stderr, "train: eval at step %d: score %.4f", step, res->score);
