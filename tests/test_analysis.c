@@ -340,14 +340,18 @@ static void test_fig5_data_and_png(void **state) {
     CLOSE(v[2], 0.222, 1e-9);  // one run: no band
     CLOSE(v[7], 1, 0);
     // eval: pooled over benchmarks a and b; grpo's incorrect length 135, Dr. GRPO's 90
-    assert_int_equal(tu_read_row(tmp_path("fig5_data/eval_grpo.dat"), 2, v, 16), 11);
+    // and the share of incorrect responses cut by the budget: 5 of 20 under GRPO, 1 of 20
+    // under Dr. GRPO (write_log)
+    assert_int_equal(tu_read_row(tmp_path("fig5_data/eval_grpo.dat"), 2, v, 16), 14);
     CLOSE(v[0], 10, 0);
     CLOSE(v[1], 0.375, 1e-9);
     CLOSE(v[4], 30, 1e-9);
     CLOSE(v[7], 135, 1e-9);
     CLOSE(v[10], 1, 0);  // step 10: only seed 1 evaluated it
+    CLOSE(v[11], 0.25, 1e-12);
     tu_read_row(tmp_path("fig5_data/eval_dr_grpo.dat"), 0, v, 16);
     CLOSE(v[7], 90, 1e-9);
+    CLOSE(v[11], 0.05, 1e-12);
     if (gp) {
         struct stat st;
         assert_int_equal(stat(tmp_path("fig5.png"), &st), 0);
@@ -360,6 +364,8 @@ static void test_fig5_data_and_png(void **state) {
         assert_non_null(strstr(gp_text, "set title 'Average benchmark score'\nset ylabel 'accuracy'\nset yrange [0:1]\n"));
         assert_non_null(strstr(gp_text, "set ylabel 'tokens'\nset yrange [29:31]\n"));
         assert_non_null(strstr(gp_text, "set title 'Eval length, incorrect responses'\nset ylabel 'tokens'\nset autoscale y\n"));
+        assert_non_null(strstr(gp_text, "set title 'Incorrect eval responses cut'\nset ylabel 'share cut by the budget'\n"));
+        assert_non_null(strstr(gp_text, "u 1:12 w lp pt 7 ps 0.5 lw 2 lc rgb '#808080' title 'GRPO (2 runs)'"));
         free(gp_text);
         char cmd[1200], out[4096];
         snprintf(cmd, sizeof cmd, "cd %s && gnuplot fig5.gp 2>&1", tmp_path(""));

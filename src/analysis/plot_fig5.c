@@ -1,9 +1,12 @@
 // plot_fig5.c: the paper's Fig. 5 (Liu et al. 2025): five panels against the policy iteration
-// step, one curve per objective (mean over its seeds with a 95% CI band).
+// step, one curve per objective (mean over its seeds with a 95% CI band), and a sixth: the
+// share of the incorrect eval responses cut by the budget (check 7's figure).
 //
 // Data files (columns; NaN where no run has a value):
 //   train_<objective>.dat  step  reward mean lo hi  length mean lo hi  n_runs
-//   eval_<objective>.dat   step  score mean lo hi  len_correct mean lo hi  len_incorrect mean lo hi  n_runs
+//   eval_<objective>.dat   step  score mean lo hi  len_correct mean lo hi  len_incorrect mean lo hi
+//                          n_runs  trunc_incorrect mean lo hi (run_eval_trunc_incorrect; NaN
+//                          in logs that do not have it)
 // The step is the number of policy updates before the rollout (train) or evaluation (eval).
 // With --smooth a, every run's training curves (one point per step) are EMA-smoothed before
 // the mean is taken; the evaluations (a few points, each over 810 questions) are not.
@@ -73,11 +76,11 @@ int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group
     if (!fp) return -1;
     fprintf(fp, "# %s: greedy evaluations pooled over the benchmarks; mean over runs with a 95%% CI (t); "
             "EMA %g (0: none)\n", name, smooth);
-    fprintf(fp, "# step score score_lo score_hi len_correct lo hi len_incorrect lo hi n_runs\n");
+    fprintf(fp, "# step score score_lo score_hi len_correct lo hi len_incorrect lo hi n_runs trunc_incorrect lo hi\n");
     // the evaluation steps of all runs of the group, in increasing order
     double steps[4096];
     int ns = 0;
-    double *sc[64], *lc[64], *li[64];
+    double *sc[64], *lc[64], *li[64], *tr[64];
     Run *rr[64];
     int k = 0;
     for (int i = 0; i < n; i++) {
@@ -87,6 +90,11 @@ int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group
         sc[k] = curve(r->eval_score, r->n_evals, smooth);
         lc[k] = curve(r->eval_len_correct, r->n_evals, smooth);
         li[k] = curve(r->eval_len_incorrect, r->n_evals, smooth);
+        tr[k] = xmalloc(((size_t)r->n_evals + 1) * sizeof(double));
+        for (int e = 0; e < r->n_evals; e++) {
+            double bad, cut;
+            tr[k][e] = run_eval_trunc_incorrect(r, e, &bad, &cut, NULL);
+        }
         k++;
         for (int e = 0; e < r->n_evals; e++) {
             int j = 0;
@@ -97,22 +105,24 @@ int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group
             steps[j] = r->eval_step[e], ns++;
         }
     }
-    double a[64], b[64], c[64];
+    double a[64], b[64], c[64], d[64];
     for (int s = 0; s < ns; s++) {
         int m = 0;
         for (int j = 0; j < k; j++)
             for (int e = 0; e < rr[j]->n_evals; e++)
                 if (rr[j]->eval_step[e] == steps[s]) {
-                    a[m] = sc[j][e], b[m] = lc[j][e], c[m] = li[j][e], m++;
+                    a[m] = sc[j][e], b[m] = lc[j][e], c[m] = li[j][e], d[m] = tr[j][e], m++;
                     break;
                 }
         fprintf(fp, "%.0f", steps[s]);
         put_band(fp, a, m);
         put_band(fp, b, m);
         put_band(fp, c, m);
-        fprintf(fp, " %d\n", m);
+        fprintf(fp, " %d", m);
+        put_band(fp, d, m);
+        fprintf(fp, "\n");
     }
-    for (int j = 0; j < k; j++) free(sc[j]), free(lc[j]), free(li[j]);
+    for (int j = 0; j < k; j++) free(sc[j]), free(lc[j]), free(li[j]), free(tr[j]);
     if (fclose(fp) != 0) return set_err(err, errlen, "cannot write '%s'", path);
     return 0;
 }
@@ -123,9 +133,11 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
     if (n > 256) return set_err(err, errlen, "at most 256 runs per figure (got %d)", n);
     int ng = group_by_objective(runs, n, group, names, MAX_OBJECTIVES);
     Figure fig;
-    if (figure_begin(&fig, o->out, o->formats, 2000, 470, err, errlen) != 0) return -1;
+    if (figure_begin(&fig, o->out, o->formats, 2400, 470, err, errlen) != 0) return -1;
     int nruns[MAX_OBJECTIVES] = {0};
-    for (int i = 0; i < n; i++) nruns[group[i]]++;
+    const Run *first[MAX_OBJECTIVES];  // a run of each group: its name and colour
+    for (int i = 0; i < n; i++)
+        if (nruns[group[i]]++ == 0) first[group[i]] = runs[i];
     for (int g = 0; g < ng; g++)
         if (plot_write_train(&fig, runs, n, group, g, names[g], o->smooth, err, errlen) != 0 ||
             plot_write_eval(&fig, runs, n, group, g, names[g], 0, err, errlen) != 0)
@@ -139,14 +151,14 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
     snprintf(esc, sizeof esc, "Fig. 5: mean over seeds with 95%% CI band%s%s%s", smooth, *enote ? "\\n" : "",
              enote);
 
-    // body: five panels in a row
+    // body: six panels in a row
     size_t cap = 65536, len = 0;
     char *body = xmalloc(cap);
 #define OUT(...) (len += (size_t)snprintf(body + len, cap - len, __VA_ARGS__))
     OUT("set datafile missing 'NaN'\nset key top left box opaque samplen 2 font ',8'\n"
         "set grid lc rgb '#dddddd'\nset xlabel 'policy iteration step'\n"
         "set style fill transparent solid 0.2 noborder\n"
-        "set multiplot layout 1,5 title \"%s\" font ',11'\n", esc);
+        "set multiplot layout 1,6 title \"%s\" font ',11'\n", esc);
     static const struct {
         const char *title, *ylabel, *file;
         int col, unit_range;  // unit_range: the values lie in [0, 1]
@@ -154,8 +166,9 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
              {"Training output length", "tokens", "train", 5, 0},
              {"Eval length, correct responses", "tokens", "eval", 5, 0},
              {"Eval length, incorrect responses", "tokens", "eval", 8, 0},
-             {"Average benchmark score", "accuracy", "eval", 2, 1}};
-    for (int p = 0; p < 5; p++) {
+             {"Average benchmark score", "accuracy", "eval", 2, 1},
+             {"Incorrect eval responses cut", "share cut by the budget", "eval", 12, 1}};
+    for (int p = 0; p < 6; p++) {
         OUT("set title '%s'\nset ylabel '%s'\n", P[p].title, P[p].ylabel);
         int any = 0;
         double lo = INFINITY, hi = -INFINITY;  // over the curves and their bands
@@ -182,10 +195,10 @@ int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t e
         }
         OUT("plot ");
         for (int g = 0; g < ng; g++) {
-            const char *col = objective_color(names[g], g);
+            const char *col = group_color(first[g], g);
             char d[1300], lab[96];
             snprintf(d, sizeof d, "%s/%s_%s.dat", fig.data_dir, P[p].file, names[g]);
-            snprintf(lab, sizeof lab, "%s (%d run%s)", objective_title(names[g]), nruns[g],
+            snprintf(lab, sizeof lab, "%s (%d run%s)", group_title(first[g]), nruns[g],
                      nruns[g] == 1 ? "" : "s");
             OUT("%s\"%s\" u 1:%d:%d w filledcurves lc rgb '%s' notitle, "
                 "\"%s\" u 1:%d w l%s lw 2 lc rgb '%s' title '%s'",

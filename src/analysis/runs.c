@@ -263,6 +263,13 @@ static int final_eval_read(Run *r, int which, char *err, size_t errlen) {
     }
     if (attr_int(rd, path, "samples", &samples, err, errlen) != 0 || attr_int(rd, path, "step", &step, err, errlen) != 0)
         goto done;
+    char id[40] = "";
+    if (runlog_reader_has_attr(rd, "run_id") && attr_str(rd, path, "run_id", id, sizeof id, err, errlen) != 0) goto done;
+    if (r->run_id[0] && strcmp(id, r->run_id) != 0) {
+        set_err(err, errlen, "%s: of another run (run_id %s, the log's %s): an earlier run at this path?", path,
+                id[0] ? id : "none", r->run_id);
+        goto done;
+    }
     static const ColumnField cols[] = {SAME(EvalFileColumns, bench), SAME(EvalFileColumns, n),
                                        SAME(EvalFileColumns, accuracy), SAME(EvalFileColumns, length_incorrect)};
     if (read_table(rd, &LOG_EVAL_BENCH, cols, FIELDS_OF(cols), &ev, &n, err, errlen) != 0) goto done;
@@ -347,6 +354,7 @@ Run *run_load(const char *path, char *err, size_t errlen) {
     if (attr_int(rd, path, "objective.l_max", &v, err, errlen) != 0) goto fail;
     r->l_max = (int)v;
     benches = runlog_read_attr_str(rd, "benchmarks", e, sizeof e);  // optional
+    if (runlog_reader_has_attr(rd, "run_id")) attr_str(rd, path, "run_id", r->run_id, sizeof r->run_id, err, errlen);
     read_config(rd, r);
 
     static const ColumnField cols[] = {

@@ -22,6 +22,7 @@ typedef struct {
                              // to which `summary` and `plot` add a sweep's grid values
                              // ("grpo_scale-none"); the curve's label
     char preset[32];         // objective.preset as logged
+    char run_id[40];         // the log's run_id ("" where it has none)
     int64_t seed;
     int steps_planned;       // train.steps of the run's config (0 if unknown)
     int group_size;          // train.group_size (G)

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "config.h"
 #include "dist.h"
+#include "eval_run.h"
 #include "evaluate.h"
 #include "h5util.h"
 #include "interrupt.h"
@@ -821,6 +822,7 @@ static const Command commands[] = {
     {"train", "RL training with an objective (GRPO, Dr. GRPO, DAPO, RLOO) and an HDF5 run log", cmd_train},
     {"sweep", "a grid of train runs from a sweep file: plan, run here N at a time, or a Slurm job array", cmd_sweep},
     {"eval", "run the five benchmarks on a model and print the table", cmd_eval},
+    {"eval-run", "the benchmarks on the final policy of finished runs, sampled K times per question", cmd_eval_run},
     {"plot", "draw fig5, length-bias, difficulty-bias or objectives from train run logs (gnuplot)", cmd_plot},
     {"summary", "final figures, length slopes with 95% CIs and the finding's checks of train runs", cmd_summary},
     {"strip", "copy a run log without its per-token table (/tokens)", cmd_strip},
