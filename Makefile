@@ -86,7 +86,8 @@ LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
 endif
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench bench-rl conformance blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7
+.PHONY: all deps probe test test-asan test-slurm bench bench-rl conformance blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7 \
+	reproduce-ablation
 
 all: deps probe $(BUILD)/grpolab
 
@@ -260,6 +261,12 @@ reproduce-fig6: all
 # JOBS as above (JOBS auto: 1 on a GPU, min(nproc, 2) on the CPU).
 reproduce-fig7: all
 	@SEEDS=$(SEEDS) QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-fig7.sh
+
+# The 2x2 of GRPO's two terms (scripts/reproduce-ablation.sh, experiments/ablation/terms_2x2.ini):
+# the sweep, eval-run of every run, the summary (plots/ablation/summary.md) and fig5 of the
+# four corners; QUICK=1 the smoke version that CI runs; JOBS and BACKEND as above.
+reproduce-ablation: all
+	@QUICK=$(QUICK) BACKEND=$(BACKEND) JOBS=$(JOBS) GRPOLAB=$(BUILD)/grpolab scripts/reproduce-ablation.sh
 
 clean:
 	rm -rf build build-asan

@@ -1,5 +1,5 @@
-# Sourced by reproduce-fig5.sh, reproduce-fig6.sh and reproduce-fig7.sh: the steps the
-# reproductions share.
+# Sourced by reproduce-fig5.sh, reproduce-fig6.sh, reproduce-fig7.sh and reproduce-ablation.sh:
+# the steps the reproductions share.
 # The caller sets NAME (its name in messages), SEEDS, QUICK, BACKEND, JOBS and BIN (their
 # defaults are the caller's), then calls, in this order:
 #   repro_check_args          refuses a SEEDS, JOBS or QUICK that is not one, a missing BIN,
@@ -19,6 +19,8 @@
 #                             stages of reproduce-fig7's chain): kept if pretrained with CONFIG
 #                             and the settings (and, for a continued stage, from the model now
 #                             at its pretrain.init), else the script stops; pretrained if missing
+#   repro_quick_train_set     TRAIN_SET: the RL settings of reproduce-fig5's smoke version
+#                             (QUICK=1; empty otherwise), which reproduce-ablation's builds on
 #   repro_set_lines           the settings of the array TRAIN_SET (--set k=v pairs) as a sweep
 #                             file's [set] lines, a key given twice with its last value, and
 #                             train.init = BASE unless TRAIN_SET sets it
@@ -126,6 +128,16 @@ repro_sweep_train() {
     [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: the make target again continues
     say "stopping: a run of $sweep failed"; exit 1
   fi
+}
+
+repro_quick_train_set() {
+  TRAIN_SET=()
+  [ "$QUICK" = 1 ] || return 0
+  # the same configs, cut down. RL trains on level 1 only, as the smoke base model was
+  # pretrained (repro_paths), so most groups are mixed and the updates are not zero.
+  TRAIN_SET=(--set train.steps=12 --set train.prompts_per_step=4 --set train.minibatch_size=16
+             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8)
+  for l in 2 3 4 5; do TRAIN_SET+=(--set "train.weight_level$l=0"); done
 }
 
 repro_set_lines() {

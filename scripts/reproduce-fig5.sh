@@ -44,15 +44,7 @@ JOBS=${JOBS:-auto}
 repro_check_args
 repro_paths
 
-TRAIN_SET=()
-if [ "$QUICK" = 1 ]; then
-  # the smoke version: the same configs, cut down. RL trains on level 1 only, as the smoke
-  # base model was pretrained (repro_paths), so most groups are mixed and the updates are not
-  # zero.
-  TRAIN_SET=(--set train.steps=12 --set train.prompts_per_step=4 --set train.minibatch_size=16
-             --set train.eval_every=6 --set train.checkpoint_every=6 --set eval.limit=8)
-  for l in 2 3 4 5; do TRAIN_SET+=(--set "train.weight_level$l=0"); done
-fi
+repro_quick_train_set  # the smoke version (QUICK=1): the same configs, cut down
 # SET's settings come last, so they override the smoke version's; each is checked against
 # the configs before anything runs (grpolab names the key and value it refuses)
 read -r -a SET_WORDS <<< "$SET"

@@ -239,8 +239,16 @@ static void verdict_table(FILE *f, const Verdict *v, int nv, int md) {
     cell(f, md, "passed", 6);
     end_header(f, md, N_CHECKS + 3);
     for (int k = 0; k < nv; k++) {
-        if (md) fprintf(f, "| %s | %s |", v[k].title[0], v[k].title[1]);
-        else fprintf(f, "%-12.12s %-12.12s", v[k].title[0], v[k].title[1]);
+        if (md) {  // a name's '|' (1/|o| only) escaped, so that it stays in its cell
+            fprintf(f, "|");
+            for (int s = 0; s < 2; s++) {
+                fprintf(f, " ");
+                for (const char *c = v[k].title[s]; *c; c++) fprintf(f, *c == '|' ? "\\|" : "%c", *c);
+                fprintf(f, " |");
+            }
+        } else {
+            fprintf(f, "%-12.12s %-12.12s", v[k].title[0], v[k].title[1]);
+        }
         for (int c = 0; c < N_CHECKS; c++) {
             const Check *ch = &v[k].check[c];
             double key = c == CHECK_DISAGREEMENT ? ch->f[1].v : ch->f[0].v;
