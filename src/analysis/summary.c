@@ -48,6 +48,25 @@ static void end_header(FILE *f, int md, int n) {
     fprintf(f, "\n");
 }
 
+// The name of run r's group (group_title), its '|' (1/|o| only) escaped in markdown so that it
+// stays in its table cell; in buf.
+static const char *group_cell(const Run *r, int md, char *buf, size_t len) {
+    size_t k = 0;
+    for (const char *c = group_title(r); *c && k + 3 < len; c++) {
+        if (md && *c == '|') buf[k++] = '\\';
+        buf[k++] = *c;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+// The group name (group_cell) of the runs of group g.
+static const char *group_name(Run *const *runs, int n, const int *group, int g, int md, char *buf, size_t len) {
+    for (int i = 0; i < n; i++)
+        if (group[i] == g) return group_cell(runs[i], md, buf, len);
+    return "";
+}
+
 static const char *basename_of(const char *p) {
     const char *b = strrchr(p, '/');
     return b ? b + 1 : p;
@@ -93,14 +112,15 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
             "reward where `correct` rises, unless world.reward_rule is strict (then almost none of "
             "them earns reward).\n\n", md ? "### " : "");
     if (md) fprintf(f, "| run | objective |");
-    else fprintf(f, "%-26s %-9s", "run", "objective");
+    else fprintf(f, "%-26s %-10s", "run", "objective");
     for (int m = 0; m < N_FAIL; m++) cell(f, md, FMET[m].head, m == F_LEN ? 30 : 28);
     end_header(f, md, 2 + N_FAIL);
     for (int i = 0; i < n; i++) {
         char err[1024];
         ok[i] = run_failing_states(runs[i], &fs[2 * i], err, sizeof err) == 0;
-        if (md) fprintf(f, "| %s | %s |", basename_of(runs[i]->path), objective_title(runs[i]->objective));
-        else fprintf(f, "%-26.26s %-9s", basename_of(runs[i]->path), objective_title(runs[i]->objective));
+        char gn[64];
+        if (md) fprintf(f, "| %s | %s |", basename_of(runs[i]->path), group_cell(runs[i], md, gn, sizeof gn));
+        else fprintf(f, "%-26.26s %-10s", basename_of(runs[i]->path), group_cell(runs[i], md, gn, sizeof gn));
         if (!ok[i]) {
             fprintf(f, " not available: %s%s\n", err, md ? " |" : "");
             continue;
@@ -115,8 +135,9 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
         if (cnt < 2) continue;  // across seeds only where there are several
         char label[64];
         snprintf(label, sizeof label, "mean of %d runs (95%% CI)", cnt);
-        if (md) fprintf(f, "| %s | %s |", label, objective_title(names[g]));
-        else fprintf(f, "%-26s %-9s", label, objective_title(names[g]));
+        char gn[64];
+        if (md) fprintf(f, "| %s | %s |", label, group_name(runs, n, group, g, md, gn, sizeof gn));
+        else fprintf(f, "%-26s %-10s", label, group_name(runs, n, group, g, md, gn, sizeof gn));
         for (int m = 0; m < N_FAIL; m++) {
             double v0[256], v1[256], m0, m1, h0, h1;
             int k = 0;
@@ -241,9 +262,9 @@ static void verdict_table(FILE *f, const Verdict *v, int nv, int md) {
     for (int k = 0; k < nv; k++) {
         if (md) {  // a name's '|' (1/|o| only) escaped, so that it stays in its cell
             fprintf(f, "|");
-            for (int s = 0; s < 2; s++) {
+            for (int t = 0; t < 2; t++) {
                 fprintf(f, " ");
-                for (const char *c = v[k].title[s]; *c; c++) fprintf(f, *c == '|' ? "\\|" : "%c", *c);
+                for (const char *c = v[k].title[t]; *c; c++) fprintf(f, *c == '|' ? "\\|" : "%c", *c);
                 fprintf(f, " |");
             }
         } else {
@@ -288,15 +309,16 @@ int summary_print_against(FILE *f, Run *const *runs, int n, int md, const char *
             "slope over the last half, tokens per 100 steps, 95%% CI; 0/1 = first/last tenth)\n\n",
             md ? "### " : "");
     if (md) fprintf(f, "| run | objective | seed | steps |");
-    else fprintf(f, "%-26s %-9s %6s %5s", "run", "objective", "seed", "steps");
+    else fprintf(f, "%-26s %-10s %6s %5s", "run", "objective", "seed", "steps");
     for (int m = 0; m < N_RUN_FIGURES; m++) cell(f, md, MET[m].head, m == RF_SLOPE || m == RF_SLOPE_I ? 16 : 11);
     end_header(f, md, 4 + N_RUN_FIGURES);
     for (int i = 0; i < n; i++) {
         char steps[32];
         snprintf(steps, sizeof steps, "%lld%s", (long long)runs[i]->n_steps, run_complete(runs[i]) || runs[i]->steps_planned <= 0 ? "" : "*");
-        if (md) fprintf(f, "| %s | %s | %lld | %s |", basename_of(runs[i]->path), objective_title(runs[i]->objective),
+        char gn[64];
+        if (md) fprintf(f, "| %s | %s | %lld | %s |", basename_of(runs[i]->path), group_cell(runs[i], md, gn, sizeof gn),
                         (long long)runs[i]->seed, steps);
-        else fprintf(f, "%-26.26s %-9s %6lld %5s", basename_of(runs[i]->path), objective_title(runs[i]->objective),
+        else fprintf(f, "%-26.26s %-10s %6lld %5s", basename_of(runs[i]->path), group_cell(runs[i], md, gn, sizeof gn),
                      (long long)runs[i]->seed, steps);
         for (int m = 0; m < N_RUN_FIGURES; m++) {
             char v[64];
@@ -328,8 +350,9 @@ int summary_print_against(FILE *f, Run *const *runs, int n, int md, const char *
     for (int g = 0; g < ng; g++) {
         double vals[256], slope[2][2];
         for (int i = 0; i < n; i++) gcount[g] += group[i] == g;
-        if (md) fprintf(f, "| %s | %d |", objective_title(names[g]), gcount[g]);
-        else fprintf(f, "%-10s %4d", objective_title(names[g]), gcount[g]);
+        char gn[64];
+        if (md) fprintf(f, "| %s | %d |", group_name(runs, n, group, g, md, gn, sizeof gn), gcount[g]);
+        else fprintf(f, "%-10s %4d", group_name(runs, n, group, g, md, gn, sizeof gn), gcount[g]);
         for (int c = 0; c < 2; c++) group_length_slope(runs, n, group, g, c, &slope[c][0], &slope[c][1]);
         for (int m = 0; m < N_RUN_FIGURES; m++) {
             int k = 0;
