@@ -1,8 +1,10 @@
-// verdict.h: the finding of Liu et al. 2025 as data. GRPO's 1/|o| weight lengthens its
-// incorrect responses, Dr. GRPO's does not, at the same reward (docs/results.md). From a set
-// of runs, finding_verdict computes the checks of that finding (their figures, 95% CIs,
-// thresholds and pass/fail) without printing anything; `grpolab summary` prints them
-// (summary.c; definitions in docs/cli.md).
+// verdict.h: the finding of Liu et al. 2025 as data. GRPO lengthens its incorrect responses,
+// Dr. GRPO does not, at the same reward (docs/results.md); GRPO differs from Dr. GRPO in two
+// terms, the 1/|o| of its aggregation and the group std of its advantage, and the 2x2 of
+// experiments/ablation/terms_2x2.ini puts each alone in GRPO's place. From a set of runs,
+// finding_verdict (and verdict_compare for any two groups) computes the checks of that
+// finding (their figures, CIs, thresholds and pass/fail) without printing anything;
+// `grpolab summary` prints them (summary.c; definitions in docs/cli.md).
 //
 // Also here: the figures of one run at the end of training that the summary's tables and
 // the checks share (run_figures), and the slope of an objective's seed-mean length curve.
