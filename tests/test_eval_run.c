@@ -1,72 +1,11 @@
-// test_eval_run.c: several samples per question (EvalConfig.samples, `grpolab eval
-// --samples`) and `grpolab eval-run` of a finished run (src/sim/eval_run.h): sample 0 is the
-// response of a one-sample evaluation; the counts of truncated incorrect responses are the
-// records'; eval-run's greedy file repeats the trainer's last evaluation, its sampled file
-// holds K responses per question, both read back by the analysis; a file of the run is kept,
-// and a checkpoint of another run, a missing one or a log of another kind are refused.
+// test_eval_run.c: `grpolab eval-run` of a finished run (src/sim/eval_run.h): its greedy
+// file repeats the trainer's last evaluation, its sampled file holds K responses per
+// question, both read back by the analysis; a file of the run is kept, and a checkpoint of
+// another run, a missing one or a log of another kind are refused. (Several samples per
+// question themselves: tests/test_pretrain_eval.c.)
 #include "train_fixture.h"
 
 #include "analysis/runs.h"
-#include "sim/evaluate.h"
-
-static Model *load_policy(Backend **bk) {
-    char err[512];
-    ModelConfig mc;
-    assert_int_equal(checkpoint_read_meta(model_path, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err), 0);
-    *bk = backend_create(BACKEND_CPU, err, sizeof err);
-    assert_non_null(*bk);
-    Model *m = model_create(*bk, &mc);
-    assert_int_equal(checkpoint_load(model_path, m, 0, err, sizeof err), 0);
-    return m;
-}
-
-static void test_samples(void **state) {
-    Backend *bk;
-    Model *m = load_policy(&bk);
-    const Tokenizer *tk = tokenizer_default();
-    enum { LIMIT = 4, K = 3 };
-    EvalConfig ec = {.template_kind = TEMPLATE_R1, .world_seed = 2025, .batch = 5, .limit = LIMIT};
-    ec.sampler = (SamplerConfig){.temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = BUDGET, .eos_token = TOK_EOS,
-                                 .stop_token = template_stop_token(tk, TEMPLATE_R1), .seed = 5};
-    const int nb = world_num_benchmarks();
-    int n1 = eval_num_responses(&ec), nk, r1 = 0, rk = 0;
-    assert_int_equal(n1, LIMIT * nb);
-    EvalRecord *one = xcalloc((size_t)n1, sizeof *one);
-    EvalResult res1, resk;
-    evaluate_benchmarks(m, tk, &ec, &res1, one, &r1);
-    ec.samples = K;
-    nk = eval_num_responses(&ec);
-    assert_int_equal(nk, K * n1);
-    EvalRecord *many = xcalloc((size_t)nk, sizeof *many);
-    evaluate_benchmarks(m, tk, &ec, &resk, many, &rk);
-    assert_int_equal(rk, nk);
-    int same = 0, differ = 0;
-    for (int b = 0; b < nb; b++) {
-        const EvalStats *s = &resk.bench[b];
-        assert_int_equal(s->n, K * LIMIT);
-        int count[K] = {0}, cut = 0;
-        for (int i = 0; i < rk; i++) {
-            const EvalRecord *r = &many[i];
-            if (r->bench != b) continue;
-            assert_true(r->sample >= 0 && r->sample < K && r->index >= 0 && r->index < LIMIT);
-            count[r->sample]++;
-            cut += r->truncated && !r->reward;
-            for (int j = 0; j < r1; j++)  // the one-sample response to the same question
-                if (one[j].bench == b && one[j].index == r->index) {
-                    if (r->sample == 0) assert_true(one[j].length == r->length && one[j].reward == r->reward);
-                    else same += one[j].length == r->length, differ += one[j].length != r->length;
-                }
-        }
-        for (int k = 0; k < K; k++) assert_int_equal(count[k], LIMIT);
-        assert_int_equal(cut, s->n_truncated_incorrect);
-    }
-    printf("  samples 1, 2 against sample 0: %d of the same length, %d of another\n", same, differ);
-    assert_true(differ > 0);  // the other samples draw from streams of their own
-    free(one);
-    free(many);
-    model_free(m);
-    backend_destroy(bk);
-}
 
 // A finished run of 4 steps with evaluations at steps 0, 2 and 4, on a budget that cuts
 // some of the tiny policy's responses (about 10 tokens long).
@@ -150,7 +89,6 @@ static void test_eval_run(void **state) {
 int main(void) {
     (void)assert_same_logs, (void)tiny_model_config;  // the fixture's, for the other trainer tests
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_samples),
         cmocka_unit_test(test_eval_run),
     };
     return cmocka_run_group_tests_name("eval_run", tests, setup, teardown);

@@ -213,6 +213,57 @@ static void test_eval_table_and_hdf5(void **state) {
     backend_destroy(bk);
 }
 
+// Several samples per question (EvalConfig.samples, `grpolab eval --samples`): sample 0 is
+// the response of a one-sample evaluation, the other samples draw from streams of their
+// own, and the count of truncated incorrect responses is the records'.
+static void test_samples(void **state) {
+    Backend *bk;
+    Model *m = load_tiny_model(&bk);
+    const Tokenizer *tk = tokenizer_default();
+    enum { LIMIT = 4, K = 3 };
+    EvalConfig ec = {.template_kind = TEMPLATE_R1, .world_seed = 2025, .batch = 5, .limit = LIMIT};
+    ec.sampler = (SamplerConfig){.temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = 40, .eos_token = TOK_EOS,
+                                 .stop_token = template_stop_token(tk, TEMPLATE_R1), .seed = 5};
+    const int nb = world_num_benchmarks();
+    int n1 = eval_num_responses(&ec), nk, r1 = 0, rk = 0;
+    assert_int_equal(n1, LIMIT * nb);
+    EvalRecord *one = xcalloc((size_t)n1, sizeof *one);
+    EvalResult res1, resk;
+    evaluate_benchmarks(m, tk, &ec, &res1, one, &r1);
+    ec.samples = K;
+    nk = eval_num_responses(&ec);
+    assert_int_equal(nk, K * n1);
+    EvalRecord *many = xcalloc((size_t)nk, sizeof *many);
+    evaluate_benchmarks(m, tk, &ec, &resk, many, &rk);
+    assert_int_equal(rk, nk);
+    int same = 0, differ = 0;
+    for (int b = 0; b < nb; b++) {
+        const EvalStats *s = &resk.bench[b];
+        assert_int_equal(s->n, K * LIMIT);
+        int count[K] = {0}, cut = 0;
+        for (int i = 0; i < rk; i++) {
+            const EvalRecord *r = &many[i];
+            if (r->bench != b) continue;
+            assert_true(r->sample >= 0 && r->sample < K && r->index >= 0 && r->index < LIMIT);
+            count[r->sample]++;
+            cut += r->truncated && !r->reward;
+            for (int j = 0; j < r1; j++)  // the one-sample response to the same question
+                if (one[j].bench == b && one[j].index == r->index) {
+                    if (r->sample == 0) assert_true(one[j].length == r->length && one[j].reward == r->reward);
+                    else same += one[j].length == r->length, differ += one[j].length != r->length;
+                }
+        }
+        for (int k = 0; k < K; k++) assert_int_equal(count[k], LIMIT);
+        assert_int_equal(cut, s->n_truncated_incorrect);
+    }
+    printf("  samples 1, 2 against sample 0: %d of the same length, %d of another\n", same, differ);
+    assert_true(differ > 0);  // the other samples draw from streams of their own
+    free(one);
+    free(many);
+    model_free(m);
+    backend_destroy(bk);
+}
+
 // The longest prompt (tokens) among the first n questions of benchmark b, or of the training
 // pool when b < 0: the reference for eval_check_prompts, computed here on its own.
 static int longest_prompt(const EvalConfig *ec, int b, int n) {
@@ -329,6 +380,7 @@ int main(void) {
         cmocka_unit_test(test_pretrain_lowers_loss),
         cmocka_unit_test(test_compare_model_config),
         cmocka_unit_test(test_eval_table_and_hdf5),
+        cmocka_unit_test(test_samples),
         cmocka_unit_test(test_eval_prompts_must_fit),
         cmocka_unit_test(test_cli_errors),
     };
