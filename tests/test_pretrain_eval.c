@@ -1,5 +1,6 @@
 // test_pretrain_eval.c: a short pretraining run lowers the loss and writes a checkpoint with
-// the vocabulary; eval on that tiny model fills the table and the HDF5 datasets consistently;
+// the vocabulary; eval on that tiny model fills the table and the HDF5 datasets consistently,
+// with several samples per question too;
 // the commands reject bad arguments with exit code 2 and a message.
 #include <stddef.h>
 #include <stdlib.h>
