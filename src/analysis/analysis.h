@@ -31,8 +31,9 @@ typedef struct {
 int plot_fig5(Run *const *runs, int n, const PlotOptions *o, char *err, size_t errlen);
 // Writes data file eval_<name>.dat of fig: the greedy evaluations of the runs of group g
 // (group[i] == g), per evaluation step the mean over them and its 95% CI of the benchmark
-// score and of the eval lengths of correct and incorrect responses (plot_fig5.c names the
-// columns); each run's curves EMA-smoothed with smooth (0: none) before the mean.
+// score, of the eval lengths of correct and incorrect responses and of the share of the
+// incorrect ones cut by the budget (plot_fig5.c names the columns); each run's curves
+// EMA-smoothed with smooth (0: none) before the mean.
 int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group, int g,
                     const char *name, double smooth, char *err, size_t errlen);
 // Writes train_<name>.dat the same way: per step the mean over the runs of group g and its

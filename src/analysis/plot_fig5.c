@@ -90,11 +90,10 @@ int plot_write_eval(const Figure *fig, Run *const *runs, int n, const int *group
         sc[k] = curve(r->eval_score, r->n_evals, smooth);
         lc[k] = curve(r->eval_len_correct, r->n_evals, smooth);
         li[k] = curve(r->eval_len_incorrect, r->n_evals, smooth);
-        tr[k] = xmalloc(((size_t)r->n_evals + 1) * sizeof(double));
-        for (int e = 0; e < r->n_evals; e++) {
-            double bad, cut;
-            tr[k][e] = run_eval_trunc_incorrect(r, e, &bad, &cut, NULL);
-        }
+        double *share = xmalloc(((size_t)r->n_evals + 1) * sizeof(double)), bad, cut;
+        for (int e = 0; e < r->n_evals; e++) share[e] = run_eval_trunc_incorrect(r, e, &bad, &cut, NULL);
+        tr[k] = curve(share, r->n_evals, smooth);
+        free(share);
         k++;
         for (int e = 0; e < r->n_evals; e++) {
             int j = 0;
