@@ -397,7 +397,7 @@ static const CliSpec eval_spec = {
     "--model FILE [--template NAME] [--greedy | --temperature X [--top-p P] [--samples K]] [--limit N]\n"
     "       [--train-pool N] [--show N] [--out FILE.h5 [--overwrite | --resume]] [--backend NAME]\n"
     "       [--set SECTION.KEY=VALUE]... [--failure-profile CONFIG]",
-    eval_opts, 14, 0, NULL};
+    eval_opts, (int)(sizeof eval_opts / sizeof eval_opts[0]), 0, NULL};
 
 static int parse_float_opt(const char *opt, const char *s, double lo, double hi, int lo_open,
                            double *out) {
