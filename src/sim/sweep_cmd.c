@@ -583,12 +583,12 @@ static void free_slurm_options(SweepSlurm *o) {
 // v as one argument of an #SBATCH line (malloc'd), or NULL with a message: sbatch reads those
 // lines itself, not through a shell, with its own quoting ("..." and \X, '#' starting a
 // comment); what is not a plain word is written in double quotes with \" for '"'. pattern: v
-// is a file name pattern, where '%' is written '%%'. A line break or other control
-// character, or a backslash (which turns the pattern off), cannot be written there.
+// is a file name pattern, where '%' is written '%%'. A line break or other control character
+// but a tab, or a backslash (which turns the pattern off), cannot be written there.
 static char *sbatch_word(const char *what, const char *v, int pattern, char *err, size_t errlen) {
     size_t n = 3, plain = 1;
     for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f || *p == '\\') {
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f || *p == '\\') {
             set_err(err, errlen, "%s '%s' holds a %s: an #SBATCH line cannot name it (move the sweep's "
                     "out directory to a path without one)", what, v,
                     *p == '\\' ? "backslash" : *p == '\n' ? "line break" : "control character");
