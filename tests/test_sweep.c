@@ -425,6 +425,21 @@ static void assert_same_columns(const char *a, const char *b) {
     }
 }
 
+// sw: a sweep of one run (seed 7) of the tiny config, `steps` steps, its log in dir/OUT.
+static void seed7_sweep(const char *sw, const char *base, const char *out, int steps) {
+    char text[512];
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/%s\n[set]\ntrain.steps = %d\n[grid]\nrun.seed = 7\n",
+             base, dir, out, steps);
+    write_file(sw, text);
+}
+
+// `sweep SUB FILE [--threads 1]`, printed; its exit code (output in out).
+static int sweep_cmd(const char *sub, const char *sw, char *out, size_t cap) {
+    char args[512];
+    snprintf(args, sizeof args, "sweep %s %s%s", sub, sw, strcmp(sub, "run") == 0 ? " --threads 1" : "");
+    return run_print(args, out, cap);
+}
+
 // `sweep status` through the life of runs (new, done, failed with its error line, running,
 // resumable with its checkpoint's step), and a complete run whose train.steps the sweep
 // raises: extended from its last step to the log of a run trained that long at once.
@@ -436,61 +451,41 @@ static void test_status_and_extend(void **state) {
     snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/st\n[set]\ntrain.steps = 3\n[grid]\n"
              "train.init = %s/tiny.h5, %s\n", base, dir, dir, base);
     write_file(sw, text);
-    snprintf(args, sizeof args, "sweep status %s", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 3);
+    assert_int_equal(sweep_cmd("status", sw, out, sizeof out), 3);
     assert_non_null(strstr(out, "2 runs: 2 new"));
-    snprintf(args, sizeof args, "sweep run %s --threads 1", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 1);
-    snprintf(args, sizeof args, "sweep status %s", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 1);
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 1);
+    assert_int_equal(sweep_cmd("status", sw, out, sizeof out), 1);
     assert_non_null(strstr(out, "2 runs: 1 done, 1 failed"));
     assert_non_null(strstr(out, " done       3 of 3 steps"));
     // the failed run's line: the last error line of its output, and the output named
     const char *f = strstr(out, " failed     grpolab: error: ");
     assert_non_null(f);
-    snprintf(line, sizeof line, ".log)");
-    assert_non_null(strstr(f, line));
+    assert_non_null(strstr(f, ".log)"));
 
     // a complete run of 3 steps; then train.steps = 6: it extends
-    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/ext\n[set]\ntrain.steps = 3\n[grid]\nrun.seed = 7\n",
-             base, dir);
-    write_file(sw, text);
-    snprintf(args, sizeof args, "sweep run %s --threads 1", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 0);
-    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/ext\n[set]\ntrain.steps = 6\n[grid]\nrun.seed = 7\n",
-             base, dir);
-    write_file(sw, text);
-    snprintf(args, sizeof args, "sweep plan %s", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 0);
+    seed7_sweep(sw, base, "ext", 3);
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 0);
+    seed7_sweep(sw, base, "ext", 6);
+    assert_int_equal(sweep_cmd("plan", sw, out, sizeof out), 0);
     assert_non_null(strstr(out, "[extends from its last step (train.steps raised): from step 3 to 6]"));
-    snprintf(args, sizeof args, "sweep status %s", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 3);
+    assert_int_equal(sweep_cmd("status", sw, out, sizeof out), 3);
     assert_non_null(strstr(out, "resumable  complete; train.steps raised: extends from step 3 to 6"));
-    snprintf(args, sizeof args, "sweep run %s --threads 1", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 0);
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 0);
     assert_non_null(strstr(out, "1 trained, 0 kept, 0 failed"));
     snprintf(path, sizeof path, "%s/ext/seed-7.h5", dir);
     assert_true(complete(path));
-    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/full\n[set]\ntrain.steps = 6\n[grid]\nrun.seed = 7\n",
-             base, dir);
-    write_file(sw, text);
-    snprintf(args, sizeof args, "sweep run %s --threads 1", sw);
-    assert_int_equal(run_both(args, out, sizeof out), 0);
+    seed7_sweep(sw, base, "full", 6);
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 0);
     snprintf(line, sizeof line, "%s/full/seed-7.h5", dir);
     assert_same_columns(path, line);
     // fewer steps than the log has is another run: refused
-    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/ext\n[set]\ntrain.steps = 2\n[grid]\nrun.seed = 7\n",
-             base, dir);
-    write_file(sw, text);
-    snprintf(args, sizeof args, "sweep plan %s", sw);
-    assert_int_equal(run_print(args, out, sizeof out), 1);
+    seed7_sweep(sw, base, "ext", 2);
+    assert_int_equal(sweep_cmd("plan", sw, out, sizeof out), 1);
     assert_non_null(strstr(out, "train.steps = 6 vs 2 (fewer)"));
 
     // extended again to 300 steps in the background: running (this machine's lock), then
     // stopped by a signal: resumable from its checkpoint
-    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/ext\n[set]\ntrain.steps = 300\n[grid]\nrun.seed = 7\n",
-             base, dir);
-    write_file(sw, text);
+    seed7_sweep(sw, base, "ext", 300);
     const char *bin = getenv("GRPOLAB_BIN");
     pid_t pid = fork();
     assert_true(pid >= 0);
