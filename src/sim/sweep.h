@@ -1,5 +1,6 @@
 // sweep.h: a sweep file (a grid of `grpolab train` runs over one base config) read and
-// expanded into its runs; `grpolab sweep plan|run|slurm|task` (docs/cli.md, docs/scaling.md).
+// expanded into its runs; `grpolab sweep plan|run|slurm|task|status` (docs/cli.md,
+// docs/scaling.md).
 //
 // File syntax (INI, like the configs: [section], key = value, # and ; comments):
 //   [sweep]
@@ -113,7 +114,7 @@ int sweep_make_out_dir(const Sweep *s, char *err, size_t errlen);
 int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note, size_t notelen,
                      char *err, size_t errlen);
 
-// `grpolab sweep plan|run|slurm|task FILE ...` (argv[0] is "sweep").
+// `grpolab sweep plan|run|slurm|task|status FILE ...` (argv[0] is "sweep").
 int cmd_sweep(int argc, char **argv);
 
 #endif

@@ -1,4 +1,4 @@
-// sweep_cmd.c: `grpolab sweep plan|run|slurm|task FILE` (docs/cli.md, docs/scaling.md).
+// sweep_cmd.c: `grpolab sweep plan|run|slurm|task|status FILE` (docs/cli.md, docs/scaling.md).
 // Every run is a `grpolab train` of this same binary: `run` starts them here N at a time,
 // `slurm` writes (and submits) a job array whose task i runs `sweep task FILE i`. Before
 // anything is trained, every run's config is resolved and every run log that exists is
