@@ -446,7 +446,9 @@ static void test_fuzz_hdf5_types(void **state) {
 // Values that a shell must never run: if a script or a command line let one through, it
 // creates a file named MARK (relative: in the directory the shell is in).
 static const char *const HOSTILE[] = {"$(touch MARK)", "`touch MARK`", "x'; touch MARK; '", "a\"b; touch MARK",
-                                      "a b\tc", "%a%j%%", "#; touch MARK", "\\'$(touch MARK)"};
+                                      "a b\tc", "%a%j%%", "#; touch MARK", "\\'$(touch MARK)",
+                                      "''''''''''''''''''''''''''''''''''''''''"};  // each quote is 4 bytes as a
+// shell word: a command sized at twice its path's length would overflow
 enum { N_HOSTILE = sizeof HOSTILE / sizeof HOSTILE[0] };
 
 static char *long_text(size_t n, char c) {
