@@ -10,8 +10,10 @@
 #   2. while tasks 0 and 1 train (`sweep status` says so), task 0 is requeued (`scontrol
 #      requeue`: SIGTERM, then Slurm starts it again) and task 1 gets SIGTERM (`scancel
 #      --signal=TERM`): both checkpoint and stop; task 0 runs again and resumes its run;
-#   3. `sweep status` then shows run 1 resumable from its checkpoint (exit 3); the array
-#      submitted again resumes it and keeps the 3 complete runs; status says 4 done (exit 0);
+#      then task 2 is killed while it trains (SIGKILL, as when its node dies);
+#   3. `sweep status` then shows runs 1 and 2 resumable from their checkpoints (exit 3); the
+#      array submitted again resumes them and keeps the 2 complete runs; status says 4 done
+#      (exit 0);
 #   4. the same sweep trained uninterrupted by `grpolab sweep run` gives the same logs,
 #      dataset by dataset (h5diff; all but the wall-time columns), and the same summary
 #      (both on one thread per run: the CPU's rounding depends on the thread count).
@@ -197,6 +199,7 @@ wait_ckpt() {  # wait_ckpt RUN: until its first checkpoint is there (the run is 
 }
 run0=preset-grpo_seed-1234
 run1=preset-grpo_seed-1235
+run2=preset-dr_grpo_seed-1234
 
 ts=$(date +%s)
 out=$("$BIN" sweep slurm "$T/slurm.sweep" --submit 2>&1)
@@ -223,6 +226,14 @@ if [ -n "$JOB" ] && wait_ckpt "$run0" && wait_ckpt "$run1"; then
 else
   check "tasks 0 and 1 started training (their first checkpoints)" false
 fi
+# task 2 killed without warning while it trains (SIGKILL: as when its node dies)
+if [ -n "$JOB" ] && wait_ckpt "$run2"; then
+  sleep 0.5
+  scancel --batch --signal=KILL "${JOB}_2"
+  say "sent SIGKILL to task ${JOB}_2"
+else
+  check "task 2 started training (its first checkpoint)" false
+fi
 [ -n "$JOB" ] && check "job array $JOB finished within ${TIMEOUT} s" wait_job "$JOB"
 say "job array $JOB took $(( $(date +%s) - ts )) s from submission"
 log0=$SOUT/logs/task-0.log
@@ -231,23 +242,24 @@ check "task 0 was stopped by the requeue's SIGTERM with a checkpoint" grep -q "s
 check "task 0 ran again and resumed its run" \
   test "$(grep -c "^sweep task 0/4 of 'tiny'" "$log0")" = 2 -a -n "$(grep "^sweep task 0/4 .*resumes from its checkpoint" "$log0")"
 check "task 1 was stopped by SIGTERM with a checkpoint" grep -q "stopped by signal 15" "$log1"
-for i in 2 3; do
-  check "task $i's log names its run" grep -q "^sweep task $i/4 of 'tiny'" "$SOUT/logs/task-$i.log"
-done
+check "task 3's log names its run" grep -q "^sweep task 3/4 of 'tiny'" "$SOUT/logs/task-3.log"
 rc=0
 "$BIN" sweep status "$T/slurm.sweep" > "$T/status.stopped" 2>&1 || rc=$?
 cat "$T/status.stopped"
-check "sweep status: run 1 resumable from its checkpoint, exit 3" \
-  test "$rc" = 3 -a -n "$(grep " $run1 *resumable *checkpoint at step [1-9][0-9]* of 60" "$T/status.stopped")"
-check "sweep status: the other 3 runs done" grep -q "4 runs: 3 done, 1 resumable" "$T/status.stopped"
+check "sweep status: runs 1 and 2 resumable from their checkpoints, exit 3" \
+  test "$rc" = 3 -a -n "$(grep " $run1 *resumable *checkpoint at step [1-9][0-9]* of 60" "$T/status.stopped")" \
+       -a -n "$(grep " $run2 *resumable *checkpoint at step [1-9][0-9]* of 60" "$T/status.stopped")"
+check "sweep status: the other 2 runs done" grep -q "4 runs: 2 done, 2 resumable" "$T/status.stopped"
 
-# submitted again: task 1 resumes its run, the others keep theirs
+# submitted again: tasks 1 and 2 resume their runs, the others keep theirs
 out=$("$BIN" sweep slurm "$T/slurm.sweep" --submit 2>&1)
 JOB=$(echo "$out" | job_of)
 [ -n "$JOB" ] && check "the resubmitted array finished" wait_job "$JOB"
 check "resubmitted, task 1 resumes its run" grep -q "^sweep task 1/4 .*resumes from its checkpoint" "$log1"
-check "resubmitted, tasks 0, 2, 3 keep their complete runs" \
-  test "$(cat "$SOUT"/logs/task-[023].log | grep -c 'complete (kept)')" = 3
+check "resubmitted, task 2 resumes its killed run" \
+  grep -q "^sweep task 2/4 .*resumes from its checkpoint" "$SOUT/logs/task-2.log"
+check "resubmitted, tasks 0 and 3 keep their complete runs" \
+  test "$(cat "$SOUT"/logs/task-[03].log | grep -c 'complete (kept)')" = 2
 rc=0
 "$BIN" sweep status "$T/slurm.sweep" > "$T/status.done" 2>&1 || rc=$?
 check "sweep status: 4 done, exit 0" test "$rc" = 0 -a -n "$(grep "4 runs: 4 done" "$T/status.done")"
