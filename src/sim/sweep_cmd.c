@@ -622,11 +622,10 @@ static char *comment_text(const char *v) {
 static int write_sbatch(const Sweep *s, const SweepSlurm *o, const char *script, char *err, size_t errlen) {
     char *out = absolute(s->out), *file = absolute(s->path), *cwd = getcwd(NULL, 0);
     if (!cwd) die("getcwd: %s", strerror(errno));
-    char *logs = xasprintf("%s/logs/task-%%a.log", out);  // %a: the task's index (sbatch)
     char *outq = NULL, *name = xstrdup(s->name);
     for (char *p = name; *p; p++)  // a label: [A-Za-z0-9._+-]
         if (!isalnum((unsigned char)*p) && !strchr("._+-", *p)) *p = '-';
-    // %a stays a pattern: the out directory's own '%' are doubled
+    // OUT/logs/task-%a.log, %a the task's index (an sbatch pattern): OUT's own '%' are doubled
     char *outdir = xasprintf("%s/logs/", out);
     char *dirq = sbatch_word("the out directory", outdir, 1, err, errlen);
     if (dirq) {
@@ -678,7 +677,6 @@ static int write_sbatch(const Sweep *s, const SweepSlurm *o, const char *script,
     free(out);
     free(file);
     free(cwd);
-    free(logs);
     free(outq);
     free(name);
     return bad ? -1 : 0;
@@ -738,7 +736,8 @@ static int sweep_slurm(int argc, char **argv) {
                    "`grpolab sweep status %s` for the runs\n", id, id, id, s->n_runs - 1, id, s->path);
             char *jobs = xasprintf("%s/%s", s->out, SLURM_JOBS);
             FILE *jf = fopen(jobs, "a");
-            if (!jf || fprintf(jf, "%s\n", id) < 0 || fclose(jf) != 0)
+            int bad = !jf || fprintf(jf, "%s\n", id) < 0;
+            if ((jf && fclose(jf) != 0) || bad)
                 fprintf(stderr, "grpolab sweep slurm: warning: cannot record job %s in '%s': `sweep status` "
                         "will not ask Slurm about it\n", id, jobs);
             free(jobs);
