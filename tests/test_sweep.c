@@ -513,6 +513,40 @@ static void test_status_and_extend(void **state) {
     assert_non_null(strstr(r, " of 300"));
 }
 
+// A sweep whose binary is replaced while it runs (make rebuilds it: a new file renamed over
+// the path) trains its next runs with the binary it started with.
+static void test_binary_replaced(void **state) {
+    char base[128], sw[128], bin2[160], cmd[1024], out[256], ckpt[256];
+    tiny_base(base, sizeof base);
+    const char *bin = getenv("GRPOLAB_BIN");
+    snprintf(bin2, sizeof bin2, "%s/grpolab-copy", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", bin ? bin : "build/grpolab", bin2);
+    assert_int_equal(system(cmd), 0);
+    snprintf(sw, sizeof sw, "%s/rebuilt.sweep", dir);
+    char text[512];
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/rebuilt\n[set]\ntrain.steps = 20\n[grid]\n"
+             "run.seed = 1, 2\n", base, dir);
+    write_file(sw, text);
+    snprintf(out, sizeof out, "%s/rebuilt.out", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen(out, "w", stdout);
+        execl(bin2, "grpolab", "sweep", "run", sw, "--threads", "1", (char *)NULL);
+        _exit(127);
+    }
+    snprintf(ckpt, sizeof ckpt, "%s/rebuilt/seed-1.h5.ckpt.h5", dir);
+    for (int t = 0; t < 300 && access(ckpt, F_OK) != 0; t++) usleep(100000);
+    assert_int_equal(access(ckpt, F_OK), 0);  // the first run trains
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv -f '%s.new' '%s'", bin2, bin2, bin2, bin2);
+    assert_int_equal(system(cmd), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(cmd, sizeof cmd, "grep -q '2 trained, 0 kept, 0 failed' '%s'", out);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_cli_errors(void **state) {
     char out[4096], args[256];
     assert_int_equal(run_both("sweep", out, sizeof out), 2);
@@ -622,7 +656,7 @@ int main(void) {
         cmocka_unit_test(test_run_name_pattern),
         cmocka_unit_test(test_refused),              cmocka_unit_test(test_run_config_and_check),
         cmocka_unit_test(test_manifest),             cmocka_unit_test(test_sweep_run),
-        cmocka_unit_test(test_status_and_extend),
+        cmocka_unit_test(test_status_and_extend),    cmocka_unit_test(test_binary_replaced),
         cmocka_unit_test(test_cli_errors),           cmocka_unit_test(test_slurm_script),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

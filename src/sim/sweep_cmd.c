@@ -138,6 +138,14 @@ static const char *self_exe(void) {
     return path;
 }
 
+// execv of this very binary with av (av[0] its path, for messages): through /proc/self/exe,
+// which stays the running file where the binary was rebuilt meanwhile (its path then names
+// a new file, or none). Returns only on failure.
+static void exec_self(char **av) {
+    execv("/proc/self/exe", av);
+    execv(av[0], av);
+}
+
 // The argv of run i's `grpolab train` (NULL-terminated, malloc'd strings; free with
 // sweep_free_sets(argv, *argc)). threads > 0 sets run.threads; backend may be NULL.
 static char **train_argv(const Sweep *s, int i, RunState st, int threads, const char *backend, int *argc) {
@@ -344,7 +352,7 @@ static int sweep_run(int argc, char **argv) {
                     _exit(127);
                 }
                 close(fd);
-                execv(av[0], av);
+                exec_self(av);
                 fprintf(stderr, "grpolab sweep: cannot run '%s': %s\n", av[0], strerror(errno));
                 _exit(127);
             }
@@ -472,7 +480,7 @@ static int sweep_task(int argc, char **argv) {
     int n;
     char **av = train_argv(s, index, st, threads, cli_get(&task_spec, &a, "backend"), &n);
     sweep_free(s);
-    execv(av[0], av);
+    exec_self(av);
     fprintf(stderr, "grpolab sweep: error: cannot run '%s': %s\n", av[0], strerror(errno));
     sweep_free_sets(av, n);
     return 1;
