@@ -925,9 +925,10 @@ static int sweep_status(int argc, char **argv) {
     for (int i = 0; i < s->n_runs; i++) free(sl_state[i]), free(sl_job[i]);
     free(sl_state);
     free(sl_job);
+    int all_done = count[DONE] == s->n_runs;
     sweep_free(s);
     fflush(stdout);
-    return count[FAILED] || count[REFUSED] ? 1 : count[DONE] == s->n_runs ? 0 : 3;
+    return count[FAILED] || count[REFUSED] ? 1 : all_done ? 0 : 3;
 }
 
 // ---------------------------------------------------------------- dispatch
