@@ -5,7 +5,7 @@
 # (select/cons_tres, proctrack/linuxproc, task/none: no cgroups; NodeName=localhost CPUs=2;
 # every state, spool, log and socket file in a temporary directory; free ports). Then:
 #   1. a sweep of 2 presets x 2 seeds of a tiny train config (a random-init model from
-#      `grpolab init`, 60 RL steps), its out directory named with a space and a quote, is
+#      `grpolab init`, 200 RL steps), its out directory named with a space and a quote, is
 #      submitted as a job array (bounded waits);
 #   2. while tasks 0 and 1 train (`sweep status` says so), task 0 is requeued (`scontrol
 #      requeue`: SIGTERM, then Slurm starts it again) and task 1 gets SIGTERM (`scancel
@@ -135,8 +135,8 @@ if [ "$state" != idle ]; then
 fi
 say "single-node Slurm up: slurmctld on port $CTLD_PORT, slurmd, munged; files in $T"
 
-# ---- the sweep: 2 presets x 2 seeds of a tiny run, long enough (60 steps of about 0.1 s)
-# to be stopped while it trains
+# ---- the sweep: 2 presets x 2 seeds of a tiny run, long enough (200 steps of 0.02-0.1 s,
+# as the machine is loaded) to be stopped while it trains
 cat > "$T/tiny.ini" <<EOF
 [run]
 backend = cpu
@@ -152,11 +152,11 @@ max_seq_len = 96
 max_new_tokens = 24
 [train]
 init = $T/tiny.h5
-steps = 60
+steps = 200
 prompts_per_step = 2
 group_size = 4
 minibatch_size = 4
-eval_every = 30
+eval_every = 100
 checkpoint_every = 1
 [eval]
 limit = 4
@@ -228,7 +228,6 @@ else
 fi
 # task 2 killed without warning while it trains (SIGKILL: as when its node dies)
 if [ -n "$JOB" ] && wait_ckpt "$run2"; then
-  sleep 0.5
   scancel --batch --signal=KILL "${JOB}_2"
   say "sent SIGKILL to task ${JOB}_2"
 else
@@ -247,8 +246,8 @@ rc=0
 "$BIN" sweep status "$T/slurm.sweep" > "$T/status.stopped" 2>&1 || rc=$?
 cat "$T/status.stopped"
 check "sweep status: runs 1 and 2 resumable from their checkpoints, exit 3" \
-  test "$rc" = 3 -a -n "$(grep " $run1 *resumable *checkpoint at step [1-9][0-9]* of 60" "$T/status.stopped")" \
-       -a -n "$(grep " $run2 *resumable *checkpoint at step [1-9][0-9]* of 60" "$T/status.stopped")"
+  test "$rc" = 3 -a -n "$(grep " $run1 *resumable *checkpoint at step [1-9][0-9]* of 200" "$T/status.stopped")" \
+       -a -n "$(grep " $run2 *resumable *checkpoint at step [1-9][0-9]* of 200" "$T/status.stopped")"
 check "sweep status: the other 2 runs done" grep -q "4 runs: 2 done, 2 resumable" "$T/status.stopped"
 
 # submitted again: tasks 1 and 2 resume their runs, the others keep theirs
