@@ -118,6 +118,9 @@ repro_sweep_check() {
     say "stopping: $sweep is refused (above)"
     exit 2
   fi
+  # the runs a raised train.steps extends: "NAME ... [extends ...: from step K to N]"
+  while IFS= read -r msg; do say "$msg"; done < <(printf '%s\n' "$plan" |
+    sed -n 's/^ *[0-9][0-9]*  *\([^ ]*\) .*\[extends from its last step (train.steps raised): \(from step .*\)\]$/\1 extends \2 (train.steps raised)/p')
 }
 
 repro_sweep_train() {

@@ -28,9 +28,13 @@
 # A base model that exists is kept if it was pretrained with the config it would be pretrained
 # with now (`grpolab config --against-model`); if not, the script stops and lists the keys.
 # Runs that are complete are kept and not trained again; an interrupted run continues from
-# its checkpoint (--resume). A run that exists is first compared with the config it would be
-# trained with now (`grpolab sweep plan`, as `config --against`); if they differ, nothing is trained and the
-# keys are listed: delete (or move) data/runs/fig5_* to train afresh after changing a config.
+# its checkpoint (--resume), and so does a complete run whose train.steps SET raises: it
+# extends from its last step (SET="train.steps=400" TAG=long after a run with
+# SET="train.steps=200" TAG=long), and its log ends as that of a 400-step run. A run that
+# exists is first compared with the config it would be trained with now (`grpolab sweep
+# plan`, as `config --against`; a larger train.steps is the same run); if they differ,
+# nothing is trained and the keys are listed: delete (or move) data/runs/fig5_* to train
+# afresh after changing a config.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -36,6 +36,37 @@ char *xstrdup_at(const char *file, int line, const char *s) {
     return p;
 }
 
+char *xasprintf_at(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) die_at(file, line, "cannot format '%s': %s", fmt, strerror(errno));
+    char *p = xmalloc_at(file, line, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+char *shell_quote(const char *s) {
+    size_t n = 3;  // the two quotes and the NUL
+    for (const char *p = s; *p; p++) n += *p == '\'' ? 4 : 1;
+    char *q = xmalloc(n), *o = q;
+    *o++ = '\'';
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return q;
+}
+
 FILE *xfopen_at(const char *file, int line, const char *path, const char *mode) {
     FILE *f = fopen(path, mode);
     if (!f) die_at(file, line, "cannot open '%s' (mode %s): %s", path, mode, strerror(errno));

@@ -36,6 +36,15 @@ char *xstrdup_at(const char *file, int line, const char *s);
 #define xcalloc(n, size) xcalloc_at(__FILE__, __LINE__, (n), (size))
 #define xstrdup(s) xstrdup_at(__FILE__, __LINE__, (s))
 
+// A string formatted into memory sized by the formatting itself (vsnprintf measures it
+// first): the one way this code builds a string whose length depends on its inputs (paths,
+// "key=value", shell words). Never NULL; free() it.
+GL_PRINTF(3, 4) char *xasprintf_at(const char *file, int line, const char *fmt, ...);
+#define xasprintf(...) xasprintf_at(__FILE__, __LINE__, __VA_ARGS__)
+// s as one single-quoted POSIX shell word ('it'\''s'), so that a shell takes it as the
+// literal text whatever it holds ($, `, ", \, newlines); free() it.
+char *shell_quote(const char *s);
+
 // fopen that dies with the path and strerror on failure.
 FILE *xfopen_at(const char *file, int line, const char *path, const char *mode);
 #define xfopen(path, mode) xfopen_at(__FILE__, __LINE__, (path), (mode))

@@ -1,6 +1,8 @@
 // test_fuzz.c: the config parser and every HDF5 reader on inputs mutated from valid ones the
 // test makes itself (byte flips, truncation, random bytes; for HDF5 files also wrong types and
-// shapes written through HDF5). Each reader must either succeed or fail with a message naming
+// shapes written through HDF5); sweep files likewise, and `sweep slurm` on hostile paths and
+// values (quotes, $(...), backticks, line breaks, names longer than PATH_MAX), whose batch
+// script must quote them so that no value is ever run. Each reader must either succeed or fail with a message naming
 // the file, within a time bound (a hang is a failure: SIGALRM), without a crash (run it under
 // `make test-asan` for ASan + UBSan). The seed is fixed; GRPOLAB_FUZZ_ITERS multiplies the
 // number of cases (default 1: well under a minute under the sanitizers) and GRPOLAB_FUZZ_SEED
@@ -8,17 +10,22 @@
 // child process, so that a crash is counted and its file kept instead of ending the run.
 #include "test_util.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
 #include "analysis/runs.h"
+#include "common.h"
 #include "sim/checkpoint.h"
 #include "sim/config.h"
 #include "sim/h5util.h"
 #include "sim/model.h"
 #include "sim/runlog.h"
+#include "sim/sweep.h"
 
 // HDF5 1.10 leaks some of its own allocations on the error paths of corrupt files (no frame
 // of ours in the stacks); LeakSanitizer is told so here, for this test only.
@@ -435,6 +442,227 @@ static void test_fuzz_hdf5_types(void **state) {
     backend_destroy(bk);
 }
 
+// ---------------------------------------------------------------- sweep files and sbatch
+// Values that a shell must never run: if a script or a command line let one through, it
+// creates a file named MARK (relative: in the directory the shell is in).
+static const char *const HOSTILE[] = {"$(touch MARK)", "`touch MARK`", "x'; touch MARK; '", "a\"b; touch MARK",
+                                      "a b\tc", "%a%j%%", "#; touch MARK", "\\'$(touch MARK)",
+                                      "''''''''''''''''''''''''''''''''''''''''"};  // each quote is 4 bytes as a
+// shell word: a command sized at twice its path's length would overflow
+enum { N_HOSTILE = sizeof HOSTILE / sizeof HOSTILE[0] };
+
+static char *long_text(size_t n, char c) {
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, c, n);
+    s[n] = '\0';
+    return s;
+}
+
+// Sweep files mutated from a valid one, with the characters shells and the parser care about
+// and values of thousands of characters: each loads or is refused with the file named, and a
+// loaded one resolves every run (names, paths, --set lines, its manifest) or is refused by
+// sweep_check with a message.
+static void test_fuzz_sweep_files(void **state) {
+    char base[128], err[2048];
+    snprintf(base, sizeof base, "%s/base.ini", dir);
+    spit(base, "[train]\nsteps = 2\n", 18);  // also the train.init of the sweeps below: a file
+    char *valid = NULL;
+    size_t vlen = 0;
+    FILE *m = open_memstream(&valid, &vlen);
+    fprintf(m, "[sweep]\nconfig = %s\nout = %s/sw out\nname = n'a $(x)\nrun_name = r_{run.seed}_{objective.preset}\n"
+            "[set]\ntrain.steps = 3\n[grid]\nobjective.preset = grpo, dr_grpo\nrun.seed = 1..3\n"
+            "[slurm]\ncpus = 2\nsignal = 60\nrequeue = false\n", base, dir);
+    fclose(m);
+    Sweep *s = sweep_load_text(valid, "fuzz.sweep", err, sizeof err);
+    if (!s) fail_msg("the valid sweep file is refused: %s", err);
+    assert_int_equal(sweep_check(s, err, sizeof err), 0);
+    sweep_free(s);
+    static const char specials[] = "[]=#;,.{}'\"`$()\\\n\r\t -x9";
+    size_t cap = vlen + 8192;
+    char *buf = malloc(cap);
+    int cases = 1500 * mult, loaded = 0, checked = 0;
+    for (int i = 0; i < cases; i++) {
+        size_t len = mutate(buf, valid, vlen);
+        for (size_t k = below(4); k > 0 && len > 0; k--) buf[below(len)] = specials[below(sizeof specials - 1)];
+        if (below(8) == 0 && len > 0) {  // a run of 4100-5000 characters: a very long name or value
+            size_t at = below(len), run = 4100 + below(900);
+            if (len + run >= cap) run = cap - len - 1;
+            memmove(buf + at + run, buf + at, len - at);
+            memset(buf + at, "ab$'"[below(4)], run);
+            len += run;
+        }
+        buf[len] = '\0';
+        err[0] = '\0';
+        s = sweep_load_text(buf, "fuzz.sweep", err, sizeof err);
+        if (!s) {
+            if (!strstr(err, "fuzz.sweep")) fail_msg("a refused sweep file without its name: '%s'", err);
+            continue;
+        }
+        loaded++;
+        if (sweep_check(s, err, sizeof err) != 0) {
+            if (!err[0]) fail_msg("sweep_check refused without a message");
+            sweep_free(s);
+            continue;
+        }
+        checked++;
+        for (int r = 0; r < s->n_runs && r < 8; r++) {
+            char name[1024];
+            assert_int_equal(sweep_run_name(s, r, name, sizeof name), 0);
+            char *p = sweep_run_path(s, r), **sets = sweep_run_grid_sets(s, r);
+            assert_non_null(strstr(p, name));
+            sweep_free_sets(sets, s->n_axes);
+            free(p);
+        }
+        sweep_free(s);
+    }
+    printf("  %d mutated sweep files: %d loaded, %d of them resolved\n", cases, loaded, checked);
+    free(buf);
+    free(valid);
+}
+
+// Runs `cd DIR && ENV BIN ARGS` (ARGS already shell words); its output in out. The exit code,
+// or -1 where it did not exit; a sanitizer's report fails the test.
+static int run_bin(const char *cwd, const char *env, const char *args, char *out, size_t cap) {
+    const char *bin = getenv("GRPOLAB_BIN");
+    char *abs_bin = realpath(bin ? bin : "build/grpolab", NULL);
+    assert_non_null(abs_bin);
+    char *qcwd = shell_quote(cwd), *qbin = shell_quote(abs_bin);
+    char *cmd = xasprintf("cd %s && %s %s %s 2>&1", qcwd, env, qbin, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    if (strstr(out, "Sanitizer") || strstr(out, "runtime error")) fail_msg("`%s` crashed:\n%s", cmd, out);
+    free(cmd);
+    free(qcwd);
+    free(qbin);
+    free(abs_bin);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int marked(const char *d) {
+    char *p = xasprintf("%s/MARK", d);
+    int there = access(p, F_OK) == 0;
+    free(p);
+    return there;
+}
+
+// `sweep slurm` with hostile text in every place a user gives one: the directory it runs in,
+// the sweep file's path and name, the out directory, --script (quotes, spaces, $(...),
+// backticks, a line break, '%', '#', a backslash; and paths of more than 4096 characters).
+// Each either exits 1 or 2 with a message or writes a script that `bash -n` accepts, whose
+// only lines outside comments are its three commands, and that, run by bash, runs nothing of
+// the values: the task it starts fails on a model that is not there, and no MARK appears.
+static void test_fuzz_sweep_slurm(void **state) {
+    char out[16384];
+    int scripts = 0, refused = 0;
+    for (int h = 0; h < N_HOSTILE; h++) {
+        // the directory it runs in, and the sweep file's own name
+        char *cwd = xasprintf("%s/cwd%d %s", dir, h, HOSTILE[h]);
+        if (mkdir(cwd, 0777) != 0) fail_msg("mkdir '%s': %s", cwd, strerror(errno));
+        // train.init is a file that is there but no model: the check before the script passes,
+        // the training of a task fails at once
+        char *ini = xasprintf("%s/base.ini", cwd), *init_line = xasprintf("[train]\ninit = %s/base.ini\n", dir);
+        spit(ini, init_line, strlen(init_line));
+        free(init_line);
+        for (int where = 0; where < 4; where++) {
+            const char *v = HOSTILE[(h + where) % N_HOSTILE];
+            char *sweep = xasprintf("%s/%d %s.sweep", cwd, where, v);
+            char *outdir = where == 1 ? xasprintf("o%d %s", h, v) : xasprintf("o%d", where);
+            char *text = xasprintf("[sweep]\nconfig = base.ini\nout = %s\nname = %s\n[grid]\nrun.seed = 1, 2\n",
+                                   outdir, where == 2 ? v : "n");
+            spit(sweep, text, strlen(text));
+            char *script = where == 3 ? xasprintf("%s/s %s\nx.sbatch", cwd, v) : NULL;
+            char *qs = shell_quote(sweep), *qscript = script ? shell_quote(script) : xstrdup("");
+            char *args = xasprintf("sweep slurm %s%s%s", qs, script ? " --script " : "", qscript);
+            int rc = run_bin(cwd, "", args, out, sizeof out);
+            const char *wrote = strstr(out, "sweep slurm: wrote "), *end = wrote ? strstr(wrote, ": a job array") : NULL;
+            if (rc == 0 && !script) {  // OUT/sweep.sbatch, OUT as the sweep file reads it
+                if (!end) fail_msg("no 'wrote' line:\n%s", out);
+                char *rel = xasprintf("%.*s", (int)(end - wrote - 19), wrote + 19);
+                script = rel[0] == '/' ? xstrdup(rel) : xasprintf("%s/%s", cwd, rel);
+                free(rel);
+                free(qscript);
+                qscript = shell_quote(script);
+            }
+            if (rc == 0) {
+                scripts++;
+                char *bn = xasprintf("bash -n %s", qscript);
+                if (system(bn) != 0) fail_msg("bash -n refuses the script of %s:\n%s", sweep, out);
+                free(bn);
+                FILE *f = fopen(script, "r");
+                assert_non_null(f);
+                char line[8192];
+                int commands = 0;
+                while (fgets(line, sizeof line, f)) commands += line[0] != '#';
+                fclose(f);
+                if (commands != 3) fail_msg("%s: %d lines outside comments, expected 3", script, commands);
+                // run as Slurm would run task 0: the task fails (no base model), nothing else runs
+                char *runit = xasprintf("cd %s && SLURM_ARRAY_TASK_ID=0 bash %s > /dev/null 2>&1", dir, qscript);
+                int st = system(runit);
+                free(runit);
+                if (!(WIFEXITED(st) && WEXITSTATUS(st) != 0)) fail_msg("task 0 of %s did not fail as expected", script);
+            } else {
+                refused++;
+                if (rc != 1 && rc != 2) fail_msg("sweep slurm exited %d:\n%s", rc, out);
+                if (!strstr(out, "error:")) fail_msg("sweep slurm refused without an error:\n%s", out);
+            }
+            if (marked(cwd) || marked(dir)) fail_msg("a value was run by a shell: %s (out %s)", HOSTILE[h], out);
+            free(qs), free(qscript), free(args), free(script), free(text), free(outdir), free(sweep);
+        }
+        free(ini);
+        free(cwd);
+    }
+    // paths and names longer than PATH_MAX: an error naming what, never a crash
+    char *lng = long_text(5000, 'q');
+    char *cwd = xasprintf("%s/long", dir);
+    mkdir(cwd, 0777);
+    char *ini = xasprintf("%s/base.ini", cwd), *init_line = xasprintf("[train]\ninit = %s/base.ini\n", dir);
+    spit(ini, init_line, strlen(init_line));
+    free(init_line);
+    const char *cases[][2] = {{"out", "--script s.sbatch"}, {"name", ""}, {"script", ""}};
+    for (int k = 0; k < 3; k++) {
+        char *text = xasprintf("[sweep]\nconfig = base.ini\nout = %s\nname = %s\n[grid]\nrun.seed = 1\n",
+                               k == 0 ? lng : "o", k == 1 ? lng : "n");
+        char *sweep = xasprintf("%s/%d.sweep", cwd, k);
+        spit(sweep, text, strlen(text));
+        char *args = k == 2 ? xasprintf("sweep slurm %d.sweep --script %s", k, lng)
+                            : xasprintf("sweep slurm %d.sweep %s", k, cases[k][1]);
+        int rc = run_bin(cwd, "", args, out, sizeof out);
+        printf("  long %s: exit %d: %.200s\n", cases[k][0], rc, out);
+        if (rc == 0 && k != 1) fail_msg("a %s of 5000 characters was accepted", cases[k][0]);
+        if (rc != 0 && (rc > 2 || !strstr(out, "error:"))) fail_msg("exit %d without an error:\n%s", rc, out);
+        free(text), free(sweep), free(args);
+    }
+    // --submit quotes the script's path for the shell it runs sbatch in: an sbatch that
+    // prints its arguments, one a line, on stderr, first on PATH
+    char *bin_dir = xasprintf("%s/fakebin", dir), *fake = xasprintf("%s/sbatch", bin_dir);
+    mkdir(bin_dir, 0777);
+    const char *sb = "#!/bin/sh\nfor a in \"$@\"; do printf 'arg:%s\\n' \"$a\" >&2; done\necho 4242\n";
+    spit(fake, sb, strlen(sb));
+    chmod(fake, 0755);
+    char *env = xasprintf("PATH=%s:/usr/bin:/bin", bin_dir);
+    char *text = xasprintf("[sweep]\nconfig = base.ini\nout = o\n[grid]\nrun.seed = 1\n");
+    char *sub = xasprintf("%s/sub.sweep", cwd);
+    spit(sub, text, strlen(text));
+    free(sub);
+    for (int h = 0; h < N_HOSTILE; h++) {
+        char *script = xasprintf("%s/%s'.sbatch", cwd, HOSTILE[h]), *q = shell_quote(script);
+        char *args = xasprintf("sweep slurm sub.sweep --submit --script %s", q);
+        int rc = run_bin(cwd, env, args, out, sizeof out);
+        char *want = xasprintf("arg:%s\n", script);
+        if (rc != 0 || !strstr(out, want) || !strstr(out, "submitted job 4242"))
+            fail_msg("--submit with script '%s': exit %d:\n%s", script, rc, out);
+        if (marked(cwd)) fail_msg("a value was run by a shell: %s", script);
+        free(script), free(q), free(args), free(want);
+    }
+    printf("  sweep slurm on %d hostile values: %d scripts checked (bash -n, run), %d refused\n",
+           4 * N_HOSTILE, scripts, refused);
+    free(text), free(env), free(fake), free(bin_dir), free(ini), free(cwd), free(lng);
+}
+
 static int setup(void **state) {
     const char *m = getenv("GRPOLAB_FUZZ_ITERS"), *s = getenv("GRPOLAB_FUZZ_SEED");
     if (m && atoi(m) > 0) mult = atoi(m);
@@ -456,6 +684,8 @@ int main(void) {
         cmocka_unit_test(test_fuzz_config),
         cmocka_unit_test(test_fuzz_hdf5_bytes),
         cmocka_unit_test(test_fuzz_hdf5_types),
+        cmocka_unit_test(test_fuzz_sweep_files),
+        cmocka_unit_test(test_fuzz_sweep_slurm),
     };
     return cmocka_run_group_tests_name("fuzz", tests, setup, teardown);
 }

@@ -3,15 +3,19 @@
 // and values with the file, line, key and value named, the manifest a sweep directory is
 // read through; and `grpolab sweep run` end to end on a tiny model: runs trained two at a
 // time, complete runs kept, a run stopped by a signal continued from its checkpoint, a
-// changed config refused before anything is trained.
+// changed config refused before anything is trained, a complete run extended by a larger
+// train.steps; `grpolab sweep status` through the runs' states.
 #include "test_util.h"
 
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/runs.h"
+#include "sim/checkpoint.h"
+#include "sim/runlog.h"
 #include "sim/sweep.h"
 
 static char err[2048];
@@ -286,20 +290,27 @@ static int complete(const char *path) {
     return ok;
 }
 
-// `grpolab sweep run` on a random-init tiny model (rewards are 0: this is about the runs,
-// not what they learn).
-static void test_sweep_run(void **state) {
-    char base[128], sw[128], args[512], out[16384], path[256];
-    snprintf(base, sizeof base, "%s/tiny.ini", dir);
-    char text[1024];
+// A tiny config (2 steps) and its random-init model dir/tiny.h5, made once; its path in base.
+static void tiny_base(char *base, size_t len) {
+    char text[1024], args[512], out[4096];
+    snprintf(base, len, "%s/tiny.ini", dir);
+    if (access(base, F_OK) == 0) return;
     snprintf(text, sizeof text,
              "[run]\nbackend = cpu\n[model]\nvocab_size = 58\nd_model = 32\nn_layers = 1\nn_heads = 2\n"
              "n_kv_heads = 1\nd_ff = 64\nmax_seq_len = 96\n[world]\nmax_new_tokens = 24\n"
              "[train]\ninit = %s/tiny.h5\nsteps = 2\nprompts_per_step = 2\ngroup_size = 4\n"
-             "minibatch_size = 4\neval_every = 0\ncheckpoint_every = 1\n", dir);
+             "minibatch_size = 4\neval_every = 4\ncheckpoint_every = 1\n[eval]\nlimit = 4\nbatch = 16\n", dir);
     write_file(base, text);
     snprintf(args, sizeof args, "init --config %s --out %s/tiny.h5", base, dir);
     assert_int_equal(run_both(args, out, sizeof out), 0);
+}
+
+// `grpolab sweep run` on a random-init tiny model (rewards are 0: this is about the runs,
+// not what they learn).
+static void test_sweep_run(void **state) {
+    char base[128], sw[128], args[512], out[16384], path[256];
+    char text[1024];
+    tiny_base(base, sizeof base);
     snprintf(sw, sizeof sw, "%s/s.sweep", dir);
     snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/runs\n[grid]\n"
              "objective.preset = grpo, dr_grpo\nrun.seed = 1..2\n", base, dir);
@@ -388,6 +399,158 @@ static void test_sweep_run(void **state) {
     assert_non_null(strstr(out, "resumes from its checkpoint"));
     assert_true(complete(path));
     sweep_free(s);
+}
+
+// Column by column, bit for bit: the columns of two logs that no wall clock enters.
+static void assert_same_columns(const char *a, const char *b) {
+    static const char *const cols[] = {"train/step", "train/reward_mean", "train/loss", "train/grad_norm",
+                                       "train/length_mean", "train/lr", "questions/reward_mean",
+                                       "responses/length", "responses/advantage", "tokens/logp_old",
+                                       "tokens/weight", "eval/step", "eval/accuracy"};
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+        int64_t na = 0, nb = 0;
+        RunLogReader *ra = runlog_reader_open(a, err, sizeof err), *rb = runlog_reader_open(b, err, sizeof err);
+        assert_non_null(ra);
+        assert_non_null(rb);
+        double *x = runlog_read_column(ra, cols[c], &na, err, sizeof err);
+        double *y = runlog_read_column(rb, cols[c], &nb, err, sizeof err);
+        runlog_reader_close(ra);
+        runlog_reader_close(rb);
+        if (!x || !y) fail_msg("%s: %s", cols[c], err);
+        if (na != nb) fail_msg("%s: %lld rows vs %lld", cols[c], (long long)na, (long long)nb);
+        for (int64_t i = 0; i < na; i++)
+            if (!(x[i] == y[i] || (isnan(x[i]) && isnan(y[i]))))
+                fail_msg("%s row %lld: %.17g vs %.17g", cols[c], (long long)i, x[i], y[i]);
+        free(x);
+        free(y);
+    }
+}
+
+// sw: a sweep of one run (seed 7) of the tiny config, `steps` steps, its log in dir/OUT.
+static void seed7_sweep(const char *sw, const char *base, const char *out, int steps) {
+    char text[512];
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/%s\n[set]\ntrain.steps = %d\n[grid]\nrun.seed = 7\n",
+             base, dir, out, steps);
+    write_file(sw, text);
+}
+
+// `sweep SUB FILE [--threads 1]`, printed; its exit code (output in out).
+static int sweep_cmd(const char *sub, const char *sw, char *out, size_t cap) {
+    char args[512];
+    snprintf(args, sizeof args, "sweep %s %s%s", sub, sw, strcmp(sub, "run") == 0 ? " --threads 1" : "");
+    return run_print(args, out, cap);
+}
+
+// `sweep status` through the life of runs (new, done, failed with its error line, running,
+// resumable with its checkpoint's step), and a complete run whose train.steps the sweep
+// raises: extended from its last step to the log of a run trained that long at once.
+static void test_status_and_extend(void **state) {
+    char base[128], sw[128], text[1024], args[512], out[16384], path[256], line[512];
+    tiny_base(base, sizeof base);
+    snprintf(sw, sizeof sw, "%s/st.sweep", dir);
+    // run 1 starts from a file that is no model: it fails
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/st\n[set]\ntrain.steps = 3\n[grid]\n"
+             "train.init = %s/tiny.h5, %s\n", base, dir, dir, base);
+    write_file(sw, text);
+    assert_int_equal(sweep_cmd("status", sw, out, sizeof out), 3);
+    assert_non_null(strstr(out, "2 runs: 2 new"));
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 1);
+    assert_int_equal(sweep_cmd("status", sw, out, sizeof out), 1);
+    assert_non_null(strstr(out, "2 runs: 1 done, 1 failed"));
+    assert_non_null(strstr(out, " done       3 of 3 steps"));
+    // the failed run's line: the last error line of its output, and the output named
+    const char *f = strstr(out, " failed     grpolab: error: ");
+    assert_non_null(f);
+    assert_non_null(strstr(f, ".log)"));
+
+    // a complete run of 3 steps; then train.steps = 6: it extends
+    seed7_sweep(sw, base, "ext", 3);
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 0);
+    seed7_sweep(sw, base, "ext", 6);
+    assert_int_equal(sweep_cmd("plan", sw, out, sizeof out), 0);
+    assert_non_null(strstr(out, "[extends from its last step (train.steps raised): from step 3 to 6]"));
+    assert_int_equal(sweep_cmd("status", sw, out, sizeof out), 3);
+    assert_non_null(strstr(out, "resumable  complete; train.steps raised: extends from step 3 to 6"));
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 0);
+    assert_non_null(strstr(out, "1 trained, 0 kept, 0 failed"));
+    snprintf(path, sizeof path, "%s/ext/seed-7.h5", dir);
+    assert_true(complete(path));
+    seed7_sweep(sw, base, "full", 6);
+    assert_int_equal(sweep_cmd("run", sw, out, sizeof out), 0);
+    snprintf(line, sizeof line, "%s/full/seed-7.h5", dir);
+    assert_same_columns(path, line);
+    // fewer steps than the log has is another run: refused
+    seed7_sweep(sw, base, "ext", 2);
+    assert_int_equal(sweep_cmd("plan", sw, out, sizeof out), 1);
+    assert_non_null(strstr(out, "train.steps = 6 vs 2 (fewer)"));
+
+    // extended again to 300 steps in the background: running (this machine's lock), then
+    // stopped by a signal: resumable from its checkpoint
+    seed7_sweep(sw, base, "ext", 300);
+    const char *bin = getenv("GRPOLAB_BIN");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl(bin ? bin : "build/grpolab", "grpolab", "sweep", "run", sw, "--threads", "1", (char *)NULL);
+        _exit(127);
+    }
+    // its checkpoint past step 6: the run trains (its signal handler is in place)
+    snprintf(path, sizeof path, "%s/ext/seed-7.h5.ckpt.h5", dir);
+    int64_t at_now = 0;
+    for (int t = 0; t < 1200 && at_now <= 6; t++) {
+        usleep(100000);
+        if (checkpoint_read_meta(path, NULL, NULL, NULL, NULL, &at_now, NULL, err, sizeof err) != 0) at_now = 0;
+    }
+    assert_true(at_now > 6);
+    snprintf(args, sizeof args, "sweep status %s", sw);
+    int rc_running = run_print(args, out, sizeof out);
+    assert_int_equal(rc_running, 3);
+    assert_non_null(strstr(out, " running "));
+    assert_non_null(strstr(out, "(pid "));
+    kill(pid, SIGTERM);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_int_equal(run_print(args, out, sizeof out), 3);
+    const char *r = strstr(out, " resumable  checkpoint at step ");
+    assert_non_null(r);
+    int at = atoi(r + strlen(" resumable  checkpoint at step "));
+    assert_true(at > 6 && at < 300);
+    assert_non_null(strstr(r, " of 300"));
+}
+
+// A sweep whose binary is replaced while it runs (make rebuilds it: a new file renamed over
+// the path) trains its next runs with the binary it started with.
+static void test_binary_replaced(void **state) {
+    char base[128], sw[128], bin2[160], cmd[1024], out[256], ckpt[256];
+    tiny_base(base, sizeof base);
+    const char *bin = getenv("GRPOLAB_BIN");
+    snprintf(bin2, sizeof bin2, "%s/grpolab-copy", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", bin ? bin : "build/grpolab", bin2);
+    assert_int_equal(system(cmd), 0);
+    snprintf(sw, sizeof sw, "%s/rebuilt.sweep", dir);
+    char text[512];
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/rebuilt\n[set]\ntrain.steps = 20\n[grid]\n"
+             "run.seed = 1, 2\n", base, dir);
+    write_file(sw, text);
+    snprintf(out, sizeof out, "%s/rebuilt.out", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen(out, "w", stdout);
+        execl(bin2, "grpolab", "sweep", "run", sw, "--threads", "1", (char *)NULL);
+        _exit(127);
+    }
+    snprintf(ckpt, sizeof ckpt, "%s/rebuilt/seed-1.h5.ckpt.h5", dir);
+    for (int t = 0; t < 300 && access(ckpt, F_OK) != 0; t++) usleep(100000);
+    assert_int_equal(access(ckpt, F_OK), 0);  // the first run trains
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv -f '%s.new' '%s'", bin2, bin2, bin2, bin2);
+    assert_int_equal(system(cmd), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(cmd, sizeof cmd, "grep -q '2 trained, 0 kept, 0 failed' '%s'", out);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_cli_errors(void **state) {
@@ -499,6 +662,7 @@ int main(void) {
         cmocka_unit_test(test_run_name_pattern),
         cmocka_unit_test(test_refused),              cmocka_unit_test(test_run_config_and_check),
         cmocka_unit_test(test_manifest),             cmocka_unit_test(test_sweep_run),
+        cmocka_unit_test(test_status_and_extend),    cmocka_unit_test(test_binary_replaced),
         cmocka_unit_test(test_cli_errors),           cmocka_unit_test(test_slurm_script),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -553,8 +553,7 @@ int config_load_text(Config *c, const char *text, const char *name, char *err, s
             rc = -1;
             break;
         }
-        char *fullname = xmalloc(strlen(sec) + keylen + 2);
-        sprintf(fullname, "%s.%.*s", sec, (int)keylen, key);
+        char *fullname = xasprintf("%s.%.*s", sec, (int)keylen, key);
         char *value = NULL;
         Msg m = msg_start(err, errlen, &loc);
         int k = -1;
@@ -653,8 +652,7 @@ int config_set(Config *c, const char *a, char *err, size_t errlen) {
     int k = find_key(c, sec, seclen, key, keylen);
     if (k < 0) return unknown_key(c, &m, sec, seclen, key, keylen);
     const CfgKey *ck = &c->schema[k];
-    char *fullname = xmalloc(strlen(ck->section) + strlen(ck->key) + 2);
-    sprintf(fullname, "%s.%s", ck->section, ck->key);
+    char *fullname = xasprintf("%s.%s", ck->section, ck->key);
     char *value = NULL;
     int rc = lex_value(eq + 1, strlen(eq + 1), 0, fullname, &value, &m);
     free(fullname);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -318,6 +319,34 @@ void out_release(const char *path) {
                 break;
             }
     free(lp);
+}
+
+long out_writer(const char *path) {
+    char *lp = path_with_suffix(path, ".lock");
+    struct stat st;
+    long pid = 0;
+    FILE *f = stat(lp, &st) == 0 ? fopen(lp, "r") : NULL;
+    free(lp);
+    if (!f) return 0;
+    if (fscanf(f, "%ld", &pid) != 1 || pid <= 0) pid = 0;
+    fclose(f);
+    if (!pid) return 0;
+    FILE *locks = fopen("/proc/locks", "r");
+    if (!locks) return kill((pid_t)pid, 0) == 0 || errno == EPERM ? pid : 0;
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (waiters: "1: -> FLOCK ...")
+    char line[256];
+    long held = 0;
+    while (!held && fgets(line, sizeof line, locks)) {
+        char type[16];
+        long p;
+        unsigned maj, min;
+        unsigned long long ino;
+        if (sscanf(line, "%*[^:]: %15s %*s %*s %ld %x:%x:%llu", type, &p, &maj, &min, &ino) == 5 &&
+            strcmp(type, "FLOCK") == 0 && p == pid && ino == (unsigned long long)st.st_ino)
+            held = pid;
+    }
+    fclose(locks);
+    return held;
 }
 
 // ---------------------------------------------------------------- writing a file in one go

@@ -90,6 +90,11 @@ char *path_with_suffix(const char *path, const char *suffix);
 // each out_claim of a held path needs its own out_release.
 int out_claim(const char *what, const char *path, char *err, size_t errlen);
 void out_release(const char *path);
+// The pid of the process on this machine that holds the claim on path (out_claim), or 0 if
+// none does: the pid written in "<path>.lock" if that process holds a flock on the file
+// (/proc/locks; without it, if the process exists). Takes no lock, so it never gets in a
+// writer's way. A writer on another machine (a shared file system) is not seen.
+long out_writer(const char *path);
 
 // An HDF5 file built in memory (core driver, nothing on disk) to become path: h5_tmp_commit
 // writes its image to "<path>.tmp" with plain write() calls, syncs it and renames it into

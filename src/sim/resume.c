@@ -171,7 +171,7 @@ static int check_checkpoint_run(const char *ckpt_path, const char *out_path, con
 }
 
 const char *resume_log_to_read(const char *log_path, char *buf, size_t len) {
-    snprintf(buf, len, "%s%s", log_path, RESUME_LOG_COPY_SUFFIX);
+    if ((size_t)snprintf(buf, len, "%s%s", log_path, RESUME_LOG_COPY_SUFFIX) >= len) return log_path;
     return access(buf, F_OK) == 0 ? buf : log_path;
 }
 

@@ -38,8 +38,7 @@ static void push(char ***list, int *n, char *item) {
 // The default config with one assignment applied: 0, or -1 with config_set's message.
 static int check_assignment(const char *key, const char *value, char *msg, size_t msglen) {
     Config *c = config_new();
-    char *a = xmalloc(strlen(key) + strlen(value) + 2);
-    sprintf(a, "%s=%s", key, value);
+    char *a = xasprintf("%s=%s", key, value);
     int rc = config_set(c, a, msg, msglen);
     free(a);
     config_free(c);
@@ -158,14 +157,20 @@ static int read_slurm_key(SweepSlurm *sl, const char *key, const char *v, const 
     if (strcmp(key, "cpus") == 0) return slurm_int(&sl->cpus, key, v, 1, 4096, w);
     if (strcmp(key, "gpus") == 0) return slurm_int(&sl->gpus, key, v, 0, 64, w);
     if (strcmp(key, "max_parallel") == 0) return slurm_int(&sl->max_parallel, key, v, 0, SWEEP_MAX_RUNS, w);
+    if (strcmp(key, "signal") == 0) return slurm_int(&sl->signal_secs, key, v, 0, 65535, w);
+    if (strcmp(key, "requeue") == 0) {
+        int yes = !strcmp(v, "true") || !strcmp(v, "1"), no = !strcmp(v, "false") || !strcmp(v, "0");
+        if (!yes && !no) return fail(w, "[slurm] requeue = '%s': expected true or false", v);
+        sl->requeue = yes;
+        return 0;
+    }
     return fail(w, "[slurm] unknown key '%s' (allowed: partition, account, time, mem, cpus, gpus, "
-                "max_parallel)", key);
+                "max_parallel, signal, requeue)", key);
 }
 
 // Keys of one section seen so far, for duplicates.
 static int seen_before(char ***seen, int *n_seen, const char *sec, const char *key) {
-    char *full = xmalloc(strlen(sec) + strlen(key) + 2);
-    sprintf(full, "%s/%s", sec, key);
+    char *full = xasprintf("%s/%s", sec, key);
     for (int i = 0; i < *n_seen; i++)
         if (strcmp((*seen)[i], full) == 0) {
             free(full);
@@ -195,9 +200,7 @@ static int read_line(Sweep *s, const char *sec, const char *key, const char *val
         char msg[768];
         if (check_assignment(key, value, msg, sizeof msg) != 0)
             return fail(w, "[set] %s = '%s' is refused: %s", key, value, msg);
-        char *a = xmalloc(strlen(key) + strlen(value) + 2);
-        sprintf(a, "%s=%s", key, value);
-        push(&s->sets, &s->n_sets, a);
+        push(&s->sets, &s->n_sets, xasprintf("%s=%s", key, value));
         return 0;
     }
     // [grid]
@@ -300,6 +303,8 @@ Sweep *sweep_load_text(const char *text, const char *name, char *err, size_t err
     Sweep *s = xcalloc(1, sizeof *s);
     s->path = xstrdup(name);
     s->slurm.cpus = 1;
+    s->slurm.signal_secs = SWEEP_SIGNAL_SECS;
+    s->slurm.requeue = 1;
     Where w = {name, 0, err, errlen};
     char sec[16] = "";
     char **seen = NULL;
@@ -454,9 +459,7 @@ int sweep_run_name(const Sweep *s, int i, char *buf, size_t len) {
 char *sweep_run_path(const Sweep *s, int i) {
     char name[1024];
     if (sweep_run_name(s, i, name, sizeof name) != 0) die("sweep: run %d's name is too long", i);
-    char *p = xmalloc(strlen(s->out) + strlen(name) + 5);
-    sprintf(p, "%s/%s.h5", s->out, name);
-    return p;
+    return xasprintf("%s/%s.h5", s->out, name);
 }
 
 char **sweep_run_grid_sets(const Sweep *s, int i) {
@@ -465,8 +468,7 @@ char **sweep_run_grid_sets(const Sweep *s, int i) {
     char **sets = xcalloc((size_t)s->n_axes + 1, sizeof *sets);
     for (int a = 0; a < s->n_axes; a++) {
         const char *k = s->axes[a].key, *v = s->axes[a].values[idx[a]];
-        sets[a] = xmalloc(strlen(k) + strlen(v) + 2);
-        sprintf(sets[a], "%s=%s", k, v);
+        sets[a] = xasprintf("%s=%s", k, v);
     }
     return sets;
 }
@@ -556,8 +558,7 @@ int sweep_make_out_dir(const Sweep *s, char *err, size_t errlen) { return make_d
 
 int sweep_write_manifest(const Sweep *s, char *err, size_t errlen) {
     if (make_dirs(s->out, err, errlen) != 0) return -1;
-    char *path = xmalloc(strlen(s->out) + sizeof MANIFEST + 2);
-    sprintf(path, "%s/%s", s->out, MANIFEST);
+    char *path = xasprintf("%s/%s", s->out, MANIFEST);
     FILE *f = fopen(path, "w");
     if (!f) {
         set_err(err, errlen, "cannot write '%s': %s", path, strerror(errno));
@@ -602,8 +603,7 @@ int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note,
     if (groups) *groups = NULL;
     if (note && notelen) note[0] = '\0';
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    char *mpath = xmalloc(strlen(path) + sizeof MANIFEST + 2);
-    sprintf(mpath, "%s/%s", path, MANIFEST);
+    char *mpath = xasprintf("%s/%s", path, MANIFEST);
     FILE *f = fopen(mpath, "r");
     if (!f) {
         set_err(err, errlen, "'%s' is a directory without a sweep manifest (%s: %s): give run logs, "
@@ -617,9 +617,7 @@ int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note,
         if (line[0] == '#' || line[0] == '\n') continue;
         line[strcspn(line, "\n")] = '\0';
         size_t len = strcspn(line, "\t");
-        char *p = xmalloc(strlen(path) + len + 5);
-        sprintf(p, "%s/%.*s.h5", path, (int)len, line);
-        push(runs, &n, p);
+        push(runs, &n, xasprintf("%s/%.*s.h5", path, (int)len, line));
         push(&lines, &n_lines, xstrdup(line));
     }
     fclose(f);

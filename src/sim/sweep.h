@@ -1,5 +1,6 @@
 // sweep.h: a sweep file (a grid of `grpolab train` runs over one base config) read and
-// expanded into its runs; `grpolab sweep plan|run|slurm|task` (docs/cli.md, docs/scaling.md).
+// expanded into its runs; `grpolab sweep plan|run|slurm|task|status` (docs/cli.md,
+// docs/scaling.md).
 //
 // File syntax (INI, like the configs: [section], key = value, # and ; comments):
 //   [sweep]
@@ -14,7 +15,9 @@
 //   run.seed = 1234..1237                an inclusive range of integers
 //   [slurm]                              defaults of `grpolab sweep slurm` (optional)
 //   partition = gpu ; account = ...; time = 02:00:00; cpus = 2; gpus = 1; mem = 8G;
-//   max_parallel = 4 (tasks running at once; 0: no limit)
+//   max_parallel = 4 (tasks running at once; 0: no limit); signal = 300 (seconds before the
+//   time limit at which a task's training gets SIGTERM to checkpoint; 0: none); requeue =
+//   true (Slurm may requeue a task after preemption or a node failure; it resumes its run)
 // Paths are relative to the directory grpolab runs in, as with --config.
 //
 // Runs are numbered 0..n_runs-1 with the first grid key varying slowest (nested loops in the
@@ -36,6 +39,9 @@
 
 #define SWEEP_MAX_AXES 16
 #define SWEEP_MAX_RUNS 10000
+// Seconds before a Slurm task's time limit at which its training is sent SIGTERM: it ends
+// the step it is in, saves a checkpoint and exits, so the step must fit in this time.
+#define SWEEP_SIGNAL_SECS 300
 
 typedef struct {
     char *key;      // "section.key"
@@ -49,6 +55,8 @@ typedef struct {
     int cpus;          // cpus per task (default 1)
     int gpus;          // GPUs per task (default 0)
     int max_parallel;  // array tasks running at once (0: no limit)
+    int signal_secs;   // #SBATCH --signal=B:TERM@SECS (0: none; default SWEEP_SIGNAL_SECS)
+    int requeue;       // #SBATCH --requeue (1, the default) or --no-requeue (0)
 } SweepSlurm;
 
 typedef struct {
@@ -106,7 +114,7 @@ int sweep_make_out_dir(const Sweep *s, char *err, size_t errlen);
 int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note, size_t notelen,
                      char *err, size_t errlen);
 
-// `grpolab sweep plan|run|slurm|task FILE ...` (argv[0] is "sweep").
+// `grpolab sweep plan|run|slurm|task|status FILE ...` (argv[0] is "sweep").
 int cmd_sweep(int argc, char **argv);
 
 #endif

@@ -169,8 +169,14 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
     if (train_settings(cfg, &t->S, &t->oc, err, errlen) != 0) return 2;
     if (dp_check(t->S.P, err, errlen) != 0) return 2;
     t->opt = setup_adamw(cfg);
-    snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s%s", out_path, RESUME_CKPT_SUFFIX);
-    snprintf(t->copy_path, sizeof t->copy_path, "%s%s", out_path, RESUME_LOG_COPY_SUFFIX);
+    // the companions' names whole, or the run is refused: a cut name would be another file
+    if ((size_t)snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s%s", out_path, RESUME_CKPT_SUFFIX) >= sizeof t->ckpt_path ||
+        (size_t)snprintf(t->copy_path, sizeof t->copy_path, "%s%s", out_path, RESUME_LOG_COPY_SUFFIX) >= sizeof t->copy_path) {
+        set_err(err, errlen, "run log '%.64s...' (%zu characters): too long a path for its checkpoint "
+                "beside it (at most %zu characters)", out_path, strlen(out_path),
+                sizeof t->copy_path - sizeof RESUME_LOG_COPY_SUFFIX);
+        return 2;
+    }
     if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
         set_err(err, errlen, "train.init: %s", msg);
         return 2;

@@ -5,12 +5,18 @@
 # (select/cons_tres, proctrack/linuxproc, task/none: no cgroups; NodeName=localhost CPUs=2;
 # every state, spool, log and socket file in a temporary directory; free ports). Then:
 #   1. a sweep of 2 presets x 2 seeds of a tiny train config (a random-init model from
-#      `grpolab init`, 3 RL steps) is submitted as a job array and waited for (bounded);
-#   2. every task completed (jobcomp), every run's log is complete (`summary --check`), a
-#      log per task exists and names its run;
-#   3. the same sweep trained with `grpolab sweep run` gives the same `grpolab summary`
-#      (both on one thread per run: the CPU's rounding depends on the thread count);
-#   4. the array submitted again keeps every run (resumable tasks).
+#      `grpolab init`, 200 RL steps), its out directory named with a space and a quote, is
+#      submitted as a job array (bounded waits);
+#   2. while tasks 0 and 1 train (`sweep status` says so), task 0 is requeued (`scontrol
+#      requeue`: SIGTERM, then Slurm starts it again) and task 1 gets SIGTERM (`scancel
+#      --signal=TERM`): both checkpoint and stop; task 0 runs again and resumes its run;
+#      then task 2 is killed while it trains (SIGKILL, as when its node dies);
+#   3. `sweep status` then shows runs 1 and 2 resumable from their checkpoints (exit 3); the
+#      array submitted again resumes them and keeps the 2 complete runs; status says 4 done
+#      (exit 0);
+#   4. the same sweep trained uninterrupted by `grpolab sweep run` gives the same logs,
+#      dataset by dataset (h5diff; all but the wall-time columns), and the same summary
+#      (both on one thread per run: the CPU's rounding depends on the thread count).
 # The daemons are stopped on every exit (trap). Skips, saying why, only where the daemons
 # cannot start (not root, Slurm or munge not installed, a daemon that does not come up).
 # Environment: GRPOLAB_BIN (default build/grpolab), SLURM_TEST_TIMEOUT seconds for the array
@@ -129,7 +135,8 @@ if [ "$state" != idle ]; then
 fi
 say "single-node Slurm up: slurmctld on port $CTLD_PORT, slurmd, munged; files in $T"
 
-# ---- the sweep: 2 presets x 2 seeds of a tiny run
+# ---- the sweep: 2 presets x 2 seeds of a tiny run, long enough (200 steps of 0.02-0.1 s,
+# as the machine is loaded) to be stopped while it trains
 cat > "$T/tiny.ini" <<EOF
 [run]
 backend = cpu
@@ -145,22 +152,27 @@ max_seq_len = 96
 max_new_tokens = 24
 [train]
 init = $T/tiny.h5
-steps = 3
+steps = 200
 prompts_per_step = 2
 group_size = 4
 minibatch_size = 4
-eval_every = 3
+eval_every = 100
 checkpoint_every = 1
 [eval]
 limit = 4
 batch = 16
 EOF
 "$BIN" init --config "$T/tiny.ini" --out "$T/tiny.h5" > /dev/null || { say "error: grpolab init failed"; exit 1; }
+# the Slurm sweep's out directory has a space and a quote: sbatch reads its #SBATCH --output
+# line with its own quoting
+SOUT="$T/slurm out's"
 for where in slurm local; do
+  out_dir=$T/local
+  [ "$where" = slurm ] && out_dir=$SOUT
   cat > "$T/$where.sweep" <<EOF
 [sweep]
 config = $T/tiny.ini
-out = $T/$where
+out = $out_dir
 name = tiny
 [grid]
 objective.preset = grpo, dr_grpo
@@ -172,47 +184,107 @@ cpus = 1
 EOF
 done
 
+job_of() { sed -n 's/^sweep slurm: submitted job \([0-9][0-9]*\).*/\1/p'; }
+wait_job() {  # wait_job ID: until it has left the queue, at most TIMEOUT seconds
+  local waited=0
+  while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ] && [ "$waited" -lt "$TIMEOUT" ]; do
+    sleep 1; waited=$((waited + 1))
+    [ $((waited % 20)) = 0 ] && say "waiting for job $1: $(squeue -h -r -j "$1" -o '%i %T' | tr '\n' ' ')"
+  done
+  test -z "$(squeue -h -j "$1" 2>/dev/null)"
+}
+wait_ckpt() {  # wait_ckpt RUN: until its first checkpoint is there (the run is training)
+  for _ in $(seq 300); do [ -f "$SOUT/$1.h5.ckpt.h5" ] && return 0; sleep 0.1; done
+  return 1
+}
+run0=preset-grpo_seed-1234
+run1=preset-grpo_seed-1235
+run2=preset-dr_grpo_seed-1234
+
 ts=$(date +%s)
 out=$("$BIN" sweep slurm "$T/slurm.sweep" --submit 2>&1)
 echo "$out"
-JOB=$(echo "$out" | sed -n 's/^sweep slurm: submitted job \([0-9][0-9]*\).*/\1/p')
+JOB=$(echo "$out" | job_of)
 check "sweep slurm --submit printed a job id" test -n "$JOB"
-check "the batch script names the job array's 4 tasks" grep -q -- '--array=0-3$' "$T/slurm/sweep.sbatch"
-if [ -n "$JOB" ]; then
-  waited=0
-  while [ -n "$(squeue -h -j "$JOB" 2>/dev/null)" ] && [ "$waited" -lt "$TIMEOUT" ]; do
-    sleep 2; waited=$((waited + 2))
-    [ $((waited % 20)) = 0 ] && say "waiting for job $JOB: $(squeue -h -j "$JOB" -o '%i %T' | tr '\n' ' ')"
+check "the batch script names the job array's 4 tasks" grep -q -- '--array=0-3$' "$SOUT/sweep.sbatch"
+check "the batch script asks for SIGTERM before the time limit" grep -q -- '--signal=B:TERM@300$' "$SOUT/sweep.sbatch"
+check "the batch script lets Slurm requeue a task" grep -q -- '^#SBATCH --requeue$' "$SOUT/sweep.sbatch"
+
+# while tasks 0 and 1 train: task 0 requeued (Slurm stops it with SIGTERM and starts it
+# again), task 1 sent SIGTERM alone (it stops; the next submission resumes it)
+if [ -n "$JOB" ] && wait_ckpt "$run0" && wait_ckpt "$run1"; then
+  "$BIN" sweep status "$T/slurm.sweep" > "$T/status.running" 2>&1
+  check "sweep status shows a training task as running" grep -q " $run1 *running " "$T/status.running"
+  scontrol requeue "${JOB}_0"
+  scancel --batch --signal=TERM "${JOB}_1"
+  say "requeued task ${JOB}_0, sent SIGTERM to task ${JOB}_1"
+  # Slurm holds a requeued job back for minutes (its begin time): started now instead
+  for _ in $(seq 100); do
+    [ "$(squeue -h -j "${JOB}_0" -o %T 2>/dev/null)" = PENDING ] && break; sleep 0.2
   done
-  check "job array $JOB finished within ${TIMEOUT} s" test -z "$(squeue -h -j "$JOB" 2>/dev/null)"
-  say "job array $JOB took $(( $(date +%s) - ts )) s from submission"
+  scontrol update JobId="${JOB}_0" StartTime=now || say "could not move task ${JOB}_0's start to now"
+else
+  check "tasks 0 and 1 started training (their first checkpoints)" false
 fi
-check "4 tasks completed with exit code 0 (jobcomp)" \
-  test "$(grep -c "ArrayJobId=${JOB:-x} .*" "$T/jobcomp.txt" 2>/dev/null)" = 4 -a \
-       "$(grep "ArrayJobId=${JOB:-x} " "$T/jobcomp.txt" 2>/dev/null | grep -c 'JobState=COMPLETED.*ExitCode=0:0')" = 4
-for i in 0 1 2 3; do
-  check "task $i's log names its run" grep -q "^sweep task $i/4 of 'tiny'" "$T/slurm/logs/task-$i.log"
-done
-check "every run's log is complete (summary --check)" "$BIN" summary --check "$T/slurm"
+# task 2 killed without warning while it trains (SIGKILL: as when its node dies)
+if [ -n "$JOB" ] && wait_ckpt "$run2"; then
+  scancel --batch --signal=KILL "${JOB}_2"
+  say "sent SIGKILL to task ${JOB}_2"
+else
+  check "task 2 started training (its first checkpoint)" false
+fi
+[ -n "$JOB" ] && check "job array $JOB finished within ${TIMEOUT} s" wait_job "$JOB"
+say "job array $JOB took $(( $(date +%s) - ts )) s from submission"
+log0=$SOUT/logs/task-0.log
+log1=$SOUT/logs/task-1.log
+check "task 0 was stopped by the requeue's SIGTERM with a checkpoint" grep -q "stopped by signal 15" "$log0"
+check "task 0 ran again and resumed its run" \
+  test "$(grep -c "^sweep task 0/4 of 'tiny'" "$log0")" = 2 -a -n "$(grep "^sweep task 0/4 .*resumes from its checkpoint" "$log0")"
+check "task 1 was stopped by SIGTERM with a checkpoint" grep -q "stopped by signal 15" "$log1"
+check "task 3's log names its run" grep -q "^sweep task 3/4 of 'tiny'" "$SOUT/logs/task-3.log"
+rc=0
+"$BIN" sweep status "$T/slurm.sweep" > "$T/status.stopped" 2>&1 || rc=$?
+cat "$T/status.stopped"
+check "sweep status: runs 1 and 2 resumable from their checkpoints, exit 3" \
+  test "$rc" = 3 -a -n "$(grep " $run1 *resumable *checkpoint at step [1-9][0-9]* of 200" "$T/status.stopped")" \
+       -a -n "$(grep " $run2 *resumable *checkpoint at step [1-9][0-9]* of 200" "$T/status.stopped")"
+check "sweep status: the other 2 runs done" grep -q "4 runs: 2 done, 2 resumable" "$T/status.stopped"
+
+# submitted again: tasks 1 and 2 resume their runs, the others keep theirs
+out=$("$BIN" sweep slurm "$T/slurm.sweep" --submit 2>&1)
+JOB=$(echo "$out" | job_of)
+[ -n "$JOB" ] && check "the resubmitted array finished" wait_job "$JOB"
+check "resubmitted, task 1 resumes its run" grep -q "^sweep task 1/4 .*resumes from its checkpoint" "$log1"
+check "resubmitted, task 2 resumes its killed run" \
+  grep -q "^sweep task 2/4 .*resumes from its checkpoint" "$SOUT/logs/task-2.log"
+check "resubmitted, tasks 0 and 3 keep their complete runs" \
+  test "$(cat "$SOUT"/logs/task-[03].log | grep -c 'complete (kept)')" = 2
+rc=0
+"$BIN" sweep status "$T/slurm.sweep" > "$T/status.done" 2>&1 || rc=$?
+check "sweep status: 4 done, exit 0" test "$rc" = 0 -a -n "$(grep "4 runs: 4 done" "$T/status.done")"
+check "every run's log is complete (summary --check)" "$BIN" summary --check "$SOUT"
 
 ts=$(date +%s)
 "$BIN" sweep run "$T/local.sweep" --jobs 2 --threads 1 > "$T/local.out" 2>&1
 check "sweep run of the same sweep" grep -q "4 trained, 0 kept, 0 failed" "$T/local.out"
 say "sweep run --jobs 2 took $(( $(date +%s) - ts )) s"
-"$BIN" summary "$T/slurm" > "$T/summary.slurm" 2>&1
+# every dataset of every log equal (h5diff), but the wall-time columns (their doc says so)
+same_log() {
+  local a=$1 b=$2 ds list_a list_b
+  list_a=$(h5ls -r "$a" | awk '$2 == "Dataset" {print $1}')
+  list_b=$(h5ls -r "$b" | awk '$2 == "Dataset" {print $1}')
+  [ -n "$list_a" ] && [ "$list_a" = "$list_b" ] || { say "$a and $b hold other datasets"; return 1; }
+  for ds in $list_a; do
+    h5dump -A -d "$ds" "$a" | grep -q '"wall time' && continue
+    h5diff -q "$a" "$b" "$ds" "$ds" > /dev/null || { say "$ds differs: $a vs $b"; return 1; }
+  done
+}
+for r in "$run0" "$run1" preset-dr_grpo_seed-1234 preset-dr_grpo_seed-1235; do
+  check "$r: the log of the interrupted Slurm sweep equals sweep run's (h5diff)" same_log "$SOUT/$r.h5" "$T/local/$r.h5"
+done
+"$BIN" summary "$SOUT" > "$T/summary.slurm" 2>&1
 "$BIN" summary "$T/local" > "$T/summary.local" 2>&1
 check "the summary of the Slurm runs equals that of sweep run" diff "$T/summary.slurm" "$T/summary.local"
-check "the summary has a line per run" test "$(grep -c '^preset-' "$T/summary.slurm")" -ge 4
-
-# resubmitted, every task keeps its complete run
-out=$("$BIN" sweep slurm "$T/slurm.sweep" --submit 2>&1)
-JOB=$(echo "$out" | sed -n 's/^sweep slurm: submitted job \([0-9][0-9]*\).*/\1/p')
-waited=0
-while [ -n "$JOB" ] && [ -n "$(squeue -h -j "$JOB" 2>/dev/null)" ] && [ "$waited" -lt "$TIMEOUT" ]; do
-  sleep 1; waited=$((waited + 1))
-done
-check "resubmitted, all 4 tasks keep their complete runs" \
-  test "$(cat "$T"/slurm/logs/task-*.log 2>/dev/null | grep -c 'complete (kept)')" = 4
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
