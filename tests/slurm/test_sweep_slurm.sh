@@ -209,6 +209,9 @@ check "sweep slurm --submit printed a job id" test -n "$JOB"
 check "the batch script names the job array's 4 tasks" grep -q -- '--array=0-3$' "$SOUT/sweep.sbatch"
 check "the batch script asks for SIGTERM before the time limit" grep -q -- '--signal=B:TERM@300$' "$SOUT/sweep.sbatch"
 check "the batch script lets Slurm requeue a task" grep -q -- '^#SBATCH --requeue$' "$SOUT/sweep.sbatch"
+# task 2 is held until tasks 0 and 1 have been stopped, so that it is still training when it
+# is killed below: a tiny run would otherwise finish while the test handles tasks 0 and 1
+[ -n "$JOB" ] && { scontrol hold "${JOB}_2" || say "could not hold task ${JOB}_2"; }
 
 # while tasks 0 and 1 train: task 0 requeued (Slurm stops it with SIGTERM and starts it
 # again), task 1 sent SIGTERM alone (it stops; the next submission resumes it)
@@ -227,6 +230,7 @@ else
   check "tasks 0 and 1 started training (their first checkpoints)" false
 fi
 # task 2 killed without warning while it trains (SIGKILL: as when its node dies)
+[ -n "$JOB" ] && { scontrol release "${JOB}_2" || say "could not release task ${JOB}_2"; }
 if [ -n "$JOB" ] && wait_ckpt "$run2"; then
   scancel --batch --signal=KILL "${JOB}_2"
   say "sent SIGKILL to task ${JOB}_2"
