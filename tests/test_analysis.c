@@ -266,6 +266,15 @@ static void test_stats_by_hand(void **state) {
     assert_true(m == 5 && isnan(h));
     assert_int_equal(mean_ci95(nanv, 4, &m, &h), 2);
     CLOSE(m, 2, 1e-12);
+    // log_mean_ci95 of e^0, e^1, e^2 (and a NaN, a 0 and a negative value, left out): the logs
+    // 0, 1, 2 have mean 1 and sd 1, so exp(1) and exp(1 +- t(0.975, 2) / sqrt(3))
+    double r[] = {1, NAN, M_E, 0, -2, M_E * M_E}, lo, hi;
+    assert_int_equal(log_mean_ci95(r, 6, &m, &lo, &hi), 3);
+    CLOSE(m, M_E, 1e-12);
+    CLOSE(lo / exp(1 - 4.302652729911275 / sqrt(3.0)), 1, 1e-9);
+    CLOSE(hi / exp(1 + 4.302652729911275 / sqrt(3.0)), 1, 1e-9);
+    assert_int_equal(log_mean_ci95(one, 1, &m, &lo, &hi), 1);
+    assert_true(fabs(m - 5) < 1e-12 && isnan(lo) && isnan(hi));
     // an exact line: slope 0.2, CI width 0; a noisy one against a hand computation
     double xs[10], ys[10];
     for (int i = 0; i < 10; i++) xs[i] = i, ys[i] = 80 + 0.2 * i;
@@ -534,12 +543,12 @@ static void test_summary(void **state) {
     // the incorrect length is exactly 80 + 0.2 s: slope +20.0 per 100 steps, CI 0
     assert_non_null(strstr(buf, "+20.0 ±0.0"));
     // eval incorrect 135 vs 90: ratio 1.50 in every seed pair
-    assert_non_null(strstr(buf, "GRPO / Dr. GRPO: 1.50 (95% CI 1.50..1.50, 2 seed pairs)"));
+    assert_non_null(strstr(buf, "GRPO / Dr. GRPO: 1.50 (geometric mean, 95% CI 1.50..1.50, 2 seed pairs)"));
     assert_non_null(strstr(buf, "[PASS] eval length of incorrect"));
     // one seed pair has no confidence interval, and the check cannot pass without one
     Run *pair[2] = {runs[0], runs[2]};
     char *buf1 = summary_text(pair, 2, 0);
-    assert_non_null(strstr(buf1, "GRPO / Dr. GRPO: 1.50 (no CI from one seed pair, 1 seed pair)"));
+    assert_non_null(strstr(buf1, "GRPO / Dr. GRPO: 1.50 (geometric mean, no CI from one seed pair, 1 seed pair)"));
     assert_non_null(strstr(buf1, "[FAIL] eval length of incorrect"));
     // the reward rise of one run: steps 0, 1 (0.200, 0.202) against 18, 19 (0.236, 0.238), a CI
     // of t(0.975, 2) sqrt(2e-6) from the steps

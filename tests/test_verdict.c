@@ -118,15 +118,23 @@ static void test_all_pass(void **state) {
     assert_int_equal(v.pairs, 3);
     assert_int_equal(v.unpaired, 0);
     const Check *c = &v.check[CHECK_EVAL_RATIO];
-    double half = T2 * 0.1 / sqrt(3.0);  // ratios 1.4, 1.5, 1.6: sd 0.1
-    CLOSE(c->f[0].v, 1.5, 1e-12);
-    CLOSE(c->f[0].lo, 1.5 - half, 1e-9);
-    CLOSE(c->f[0].hi, 1.5 + half, 1e-9);
+    // ratios 1.4, 1.5, 1.6: on the log scale the mean m of log 1.4, log 1.5, log 1.6 and their
+    // sd; the ratio exp(m) (the cube root of 1.4 x 1.5 x 1.6), its CI exp(m -+ t s / sqrt 3)
+    double l[3] = {log(1.4), log(1.5), log(1.6)}, m = (l[0] + l[1] + l[2]) / 3, ss = 0;
+    for (int i = 0; i < 3; i++) ss += (l[i] - m) * (l[i] - m);
+    double lhalf = T2 * sqrt(ss / 2) / sqrt(3.0);
+    CLOSE(c->f[0].v, cbrt(1.4 * 1.5 * 1.6), 1e-12);
+    CLOSE(c->f[0].lo, exp(m - lhalf), 1e-9);
+    CLOSE(c->f[0].hi, exp(m + lhalf), 1e-9);
+    double half = T2 * 0.1 / sqrt(3.0);  // information: the arithmetic mean 1.5, sd 0.1
+    CLOSE(c->f[1].v, 1.5, 1e-12);
+    CLOSE(c->f[1].lo, 1.5 - half, 1e-9);
     CLOSE(c->threshold, 1.3, 0);
     c = &v.check[CHECK_LENGTH_SLOPE];
     CLOSE(c->f[0].v, 20, 1e-9);
     CLOSE(c->f[0].lo, 20, 1e-6);  // an exact line: CI width 0
     CLOSE(c->f[1].v, -10, 1e-9);
+    CLOSE(c->threshold, 0.1, 0);
     c = &v.check[CHECK_FAILING_STATES];
     CLOSE(c->f[0].v, 0.08, 1e-12);
     CLOSE(c->f[1].v, 0.01, 1e-12);
@@ -292,6 +300,22 @@ static void test_saturation(void **state) {
     }
 }
 
+// Check 2's margin: Dr. GRPO's incorrect length drifting up by 1.9 tokens per 100 steps (an
+// exact line: CI width 0) is under a tenth of GRPO's +20 and passes; by 2.1 it does not.
+static void test_slope_margin(void **state) {
+    for (int k = 0; k < 2; k++) {
+        Spec s[RUNS];
+        passing_set(s);
+        for (int i = 0; i < SEEDS; i++) s[SEEDS + i].slope_i = k ? 0.021 : 0.019;
+        Verdict v;
+        verdict_of(s, RUNS, &v);
+        const Check *c = &v.check[CHECK_LENGTH_SLOPE];
+        CLOSE(c->f[1].v, k ? 2.1 : 1.9, 1e-9);
+        assert_int_equal(c->pass, k == 0);
+        if (k) assert_non_null(strstr(c->reason, "reaching 0.1 of GRPO's"));
+    }
+}
+
 static void test_edge_cases(void **state) {
     Spec s[RUNS];
     passing_set(s);
@@ -324,8 +348,13 @@ static void test_edge_cases(void **state) {
         passing_set(s);
         s[1].eval_len_i = k ? -1 : NAN;  // NaN in one pair: left out of the mean
         verdict_of(s, RUNS, &v);
-        CLOSE(v.check[CHECK_EVAL_RATIO].f[0].v, 1.55, 1e-12);  // (1.5 + 1.6) / 2
-        assert_true(v.check[CHECK_EVAL_RATIO].pass == 0);      // t(0.975, 1) makes the CI wide
+        // their geometric mean; on the log scale the two logs' sd is |log 1.6 - log 1.5| / sqrt 2,
+        // so the CI's lower end is exp(m - t(0.975, 1) |log 1.6 - log 1.5| / 2) = 1.028: it passes
+        double m = (log(1.5) + log(1.6)) / 2, lo = exp(m - 12.7062047361747 * (log(1.6) - log(1.5)) / 2);
+        CLOSE(v.check[CHECK_EVAL_RATIO].f[0].v, sqrt(1.5 * 1.6), 1e-12);
+        CLOSE(v.check[CHECK_EVAL_RATIO].f[0].lo, lo, 1e-9);
+        assert_true(lo > 1 && v.check[CHECK_EVAL_RATIO].pass == 1);
+        CLOSE(v.check[CHECK_EVAL_RATIO].f[1].lo, 1.55 - 12.7062047361747 * 0.05, 1e-9);  // the arithmetic t CI's: 0.915
         for (int i = 0; i < SEEDS; i++) s[i].eval_len_i = k ? -1 : NAN;
         verdict_of(s, RUNS, &v);
         assert_true(isnan(v.check[CHECK_EVAL_RATIO].f[0].v));
@@ -361,7 +390,7 @@ static void test_edge_cases(void **state) {
     more[RUNS + 1] = more[RUNS], more[RUNS + 1].preset = "dapo";
     assert_int_equal(verdict_of(more, RUNS + 2, &v), N_CHECKS);
     assert_int_equal(v.passed, N_CHECKS);
-    CLOSE(v.check[CHECK_EVAL_RATIO].f[0].v, 1.5, 1e-12);
+    CLOSE(v.check[CHECK_EVAL_RATIO].f[0].v, cbrt(1.4 * 1.5 * 1.6), 1e-12);
 }
 
 // With one run per objective the reward rise's CI comes from the steps of its two tenths:
@@ -505,6 +534,7 @@ int main(void) {
         cmocka_unit_test(test_all_pass),
         cmocka_unit_test(test_each_check_fails),
         cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_slope_margin),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_reward_rise_one_run),
         cmocka_unit_test(test_tost_closed_form),

@@ -2,6 +2,7 @@
 #include "stats.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_fit.h>
@@ -23,6 +24,17 @@ int mean_ci(const double *x, int n, double level, double *mean, double *half) {
             if (isfinite(x[i])) ss += (x[i] - *mean) * (x[i] - *mean);
         *half = gsl_cdf_tdist_Pinv((1 + level) / 2, k - 1) * sqrt(ss / (k - 1)) / sqrt((double)k);
     }
+    return k;
+}
+
+int log_mean_ci95(const double *x, int n, double *gm, double *lo, double *hi) {
+    double *l = xmalloc(((size_t)n + 1) * sizeof(double)), m, h;
+    for (int i = 0; i < n; i++) l[i] = isfinite(x[i]) && x[i] > 0 ? log(x[i]) : NAN;
+    int k = mean_ci95(l, n, &m, &h);
+    free(l);
+    *gm = exp(m);
+    *lo = isfinite(h) ? exp(m - h) : NAN;
+    *hi = isfinite(h) ? exp(m + h) : NAN;
     return k;
 }
 

@@ -14,6 +14,13 @@ int mean_ci95(const double *x, int n, double *mean, double *half);
 // the interval of two one-sided tests at 5%). level in (0, 1).
 int mean_ci(const double *x, int n, double level, double *mean, double *half);
 
+// A ratio's mean on the log scale: over the k finite, positive values of x, the mean m of
+// log x and its 95% CI m +- t_{0.975, k-1} s/sqrt(k) (s of the logs), returned as exp(m) (the
+// geometric mean) in *gm and exp of the CI's ends in *lo, *hi (NaN if k < 2). A multiplicative
+// effect is additive on the log scale, where a t interval is founded; a ratio's own spread
+// grows with its size. Returns k.
+int log_mean_ci95(const double *x, int n, double *gm, double *lo, double *hi);
+
 // Difference of the means of the finite values of b and a (mean b - mean a) and the half-width
 // of its 95% CI, two-sample t with pooled variance: t_{0.975, ka+kb-2} s_p sqrt(1/ka + 1/kb)
 // (NaN if either is empty or ka + kb < 3). Returns ka + kb.

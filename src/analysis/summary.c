@@ -165,9 +165,12 @@ static void verdict_print(FILE *f, const Verdict *v, int md) {
     char ci[64];
     if (isfinite(c->f[0].lo)) snprintf(ci, sizeof ci, "95%% CI %.2f..%.2f", c->f[0].lo, c->f[0].hi);
     else snprintf(ci, sizeof ci, "no CI from %s", v->pairs ? "one seed pair" : "unpaired runs");
-    fprintf(f, "%s[%s] eval length of incorrect responses, %s / %s: %.2f (%s, %d seed pair%s%s); "
-            "wanted >= %g with the CI above 1\n", item, PASS(c), G, D, c->f[0].v, ci, v->pairs, v->pairs == 1 ? "" : "s",
-            v->unpaired ? "; unpaired runs left out" : "", c->threshold);
+    fprintf(f, "%s[%s] eval length of incorrect responses, %s / %s: %.2f (%s%s, %d seed pair%s%s); "
+            "wanted >= %g with the CI above 1\n", item, PASS(c), G, D, c->f[0].v, v->pairs ? "geometric mean, " : "", ci,
+            v->pairs, v->pairs == 1 ? "" : "s", v->unpaired ? "; unpaired runs left out" : "", c->threshold);
+    if (isfinite(c->f[1].lo))
+        fprintf(f, "%sinformation: the arithmetic mean of the pair ratios %.2f (t CI %.2f..%.2f)\n", md ? "  - " : "  ",
+                c->f[1].v, c->f[1].lo, c->f[1].hi);
     if (v->sampled_pairs > 0) {
         const Estimate *e = &v->sampled_ratio;
         char k[48] = "";
@@ -184,8 +187,8 @@ static void verdict_print(FILE *f, const Verdict *v, int md) {
     c = &v->check[CHECK_LENGTH_SLOPE];
     fprintf(f, "%s[%s] training length of incorrect responses over the last half, tokens per 100 steps: "
             "%s %+.1f (CI %+.1f..%+.1f), %s %+.1f (CI %+.1f..%+.1f); wanted %s's CI above 0, "
-            "%s's containing 0 or below\n", item, PASS(c), G, c->f[0].v, c->f[0].lo, c->f[0].hi, D, c->f[1].v,
-            c->f[1].lo, c->f[1].hi, G, D);
+            "%s's below %g of %s's slope\n", item, PASS(c), G, c->f[0].v, c->f[0].lo, c->f[0].hi, D, c->f[1].v,
+            c->f[1].lo, c->f[1].hi, G, D, c->threshold, G);
     if (v->saturated)
         fprintf(f, "%snote: %s's incorrect training responses average %.1f tokens over the last tenth "
                 "against a budget of %d (truncation rate %.3f): with so little room left to grow, a flat "

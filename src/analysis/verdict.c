@@ -113,7 +113,8 @@ static Estimate group_mean(const Inputs *in, int g, int m) {
 
 static double gmean(const Inputs *in, int g, int m) { return group_mean(in, g, m).v; }
 
-// 1: GRPO's incorrect eval responses are longer than Dr. GRPO's, paired by seed.
+// 1: GRPO's incorrect eval responses are longer than Dr. GRPO's, paired by seed; the ratio's
+// statistic is taken on the log scale (log_mean_ci95).
 static void check_eval_ratio(const Inputs *in, Verdict *v, Check *c) {
     double ratios[MAX_RUNS];
     int k = 0;
@@ -127,34 +128,42 @@ static void check_eval_ratio(const Inputs *in, Verdict *v, Check *c) {
         ratios[k++] = in->fig[i].v[RF_ELEN_I] / in->fig[j].v[RF_ELEN_I];
     }
     v->pairs = k;
-    double rm, rh;
-    if (k == 0) rm = gmean(in, in->gg, RF_ELEN_I) / gmean(in, in->gd, RF_ELEN_I), rh = NAN;
-    else mean_ci95(ratios, k, &rm, &rh);
+    double rm, lo = NAN, hi = NAN, am, ah;
+    if (k == 0) rm = gmean(in, in->gg, RF_ELEN_I) / gmean(in, in->gd, RF_ELEN_I);
+    else log_mean_ci95(ratios, k, &rm, &lo, &hi);
+    mean_ci95(ratios, k, &am, &ah);
     c->name = "eval_ratio";
     c->threshold = VERDICT_RATIO_MIN;
-    c->f[0] = estimate_ci(rm, rh);
-    c->pass = rm >= VERDICT_RATIO_MIN && isfinite(rh) && c->f[0].lo > 1;
+    c->f[0] = (Estimate){rm, lo, hi};
+    c->f[1] = k ? estimate_ci(am, ah) : estimate(NAN);
+    c->pass = rm >= VERDICT_RATIO_MIN && isfinite(lo) && lo > 1;
     if (!isfinite(rm)) say(c, "no ratio: a run has no incorrect eval response");
     else if (rm < VERDICT_RATIO_MIN) say(c, "ratio %.2f is below %g", rm, VERDICT_RATIO_MIN);
-    else if (!isfinite(rh)) say(c, "no CI from %s", k ? "one seed pair" : "unpaired runs");
-    else if (!c->pass) say(c, "the CI reaches down to %.2f, not above 1", c->f[0].lo);
+    else if (!isfinite(lo)) say(c, "no CI from %s", k ? "one seed pair" : "unpaired runs");
+    else if (!c->pass) say(c, "the CI reaches down to %.2f, not above 1", lo);
     else say(c, "ratio %.2f >= %g with the CI above 1 over %d seed pairs", rm, VERDICT_RATIO_MIN, k);
 }
 
-// 2: GRPO's incorrect training responses still grow over the last half, Dr. GRPO's do not.
+// 2: GRPO's incorrect training responses still grow over the last half; Dr. GRPO's grow at
+// most VERDICT_FLAT_SHARE as fast (an equivalence margin: a 100-step regression resolves a
+// drift of a few tokens, which is not growth like GRPO's).
 static void check_length_slope(const Inputs *in, Verdict *v, Check *c) {
     double gs, gh, ds, dh;
     group_length_slope(in->runs, in->n, in->group, in->gg, 1, &gs, &gh);
     group_length_slope(in->runs, in->n, in->group, in->gd, 1, &ds, &dh);
     c->name = "length_slope";
-    c->threshold = 0;
+    c->threshold = VERDICT_FLAT_SHARE;
     c->f[0] = estimate_ci(gs, gh);
     c->f[1] = estimate_ci(ds, dh);
-    int grpo_grows = isfinite(gh) && c->f[0].lo > 0, dr_flat = isfinite(dh) && c->f[1].lo <= 0;
+    int grpo_grows = isfinite(gh) && c->f[0].lo > 0;
+    int dr_flat = isfinite(dh) && c->f[1].hi < VERDICT_FLAT_SHARE * gs;
     c->pass = grpo_grows && dr_flat;
     if (!grpo_grows) say(c, "%s's slope %+.1f has %s", in->ng, gs, isfinite(gh) ? "a CI that is not above 0" : "no CI");
-    else if (!dr_flat) say(c, "%s's slope %+.1f has %s", in->nd, ds, isfinite(dh) ? "a CI above 0" : "no CI");
-    else say(c, "%s's incorrect responses grow (%+.1f), %s's do not (%+.1f)", in->ng, gs, in->nd, ds);
+    else if (!dr_flat)
+        say(c, isfinite(dh) ? "%s's slope %+.1f has a CI reaching %g of %s's or more" : "%s's slope %+.1f has no CI",
+            in->nd, ds, VERDICT_FLAT_SHARE, in->ng);
+    else say(c, "%s's incorrect responses grow (%+.1f), %s's at most %g as fast (%+.1f)", in->ng, gs, in->nd,
+             VERDICT_FLAT_SHARE, ds);
     // GRPO's side failed: at the budget its failures cannot grow any more
     v->budget = group_budget(in->runs, in->n, in->group, in->gg);
     v->grpo_len_i = gmean(in, in->gg, RF_TLEN_I);
@@ -309,7 +318,7 @@ static void check_eval_trunc(const Inputs *in, Verdict *v, Check *c) {
 
 // Information: the ratio of the sampled eval lengths of incorrect responses over the pairs.
 static void sampled_ratio(const Inputs *in, Verdict *v) {
-    double ratios[MAX_RUNS], mean, half;
+    double ratios[MAX_RUNS], mean;
     int k = 0;
     v->sampled_k = 0;
     for (int i = 0; i < in->n; i++) {
@@ -325,8 +334,9 @@ static void sampled_ratio(const Inputs *in, Verdict *v) {
         ratios[k++] = a->len_incorrect / b->len_incorrect;
     }
     v->sampled_pairs = k;
-    mean_ci95(ratios, k, &mean, &half);
-    v->sampled_ratio = estimate_ci(mean, half);
+    double lo, hi;
+    log_mean_ci95(ratios, k, &mean, &lo, &hi);  // as check 1's
+    v->sampled_ratio = (Estimate){mean, lo, hi};
 }
 
 int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, Verdict *v) {

@@ -15,6 +15,8 @@
 
 // ---- the thresholds of the checks (docs/cli.md)
 #define VERDICT_RATIO_MIN 1.3       // eval ratio: GRPO / Dr. GRPO at least this, its CI above 1
+#define VERDICT_FLAT_SHARE 0.1   // slope: Dr. GRPO's CI's upper end below this share of GRPO's
+                                    // slope (its failures grow at most a tenth as fast)
 #define VERDICT_DISAGREE_KEEP 0.25  // disagreements: last tenth at least this share of the first
 #define VERDICT_REWARD_MARGIN 0.03  // final reward: the CI of the mean pair difference (Dr. GRPO
                                     // minus GRPO) within +- this (equivalence, two one-sided tests)
@@ -63,10 +65,15 @@ void group_length_slope(Run *const *runs, int n, const int *group, int g, int in
 
 // ---- the checks
 enum {
-    CHECK_EVAL_RATIO,      // f[0]: GRPO / Dr. GRPO eval length of incorrect responses, mean over
-                           // the seed pairs (the ratio of the objectives' means if none), CI
+    CHECK_EVAL_RATIO,      // f[0]: GRPO / Dr. GRPO eval length of incorrect responses per seed
+                           // pair, their geometric mean with the CI of log_mean_ci95 (the ratio
+                           // of the objectives' means, no CI, if there is no pair); f[1]
+                           // (information): the arithmetic mean of the pair ratios with its t CI,
+                           // the statistic of docs/notebook/2026-12-07-check-statistics-decision.md's
+                           // "before"
     CHECK_LENGTH_SLOPE,    // f[0], f[1]: slope of GRPO's, Dr. GRPO's incorrect training length
-                           // (group_length_slope) with CI; GRPO's CI above 0, Dr. GRPO's not
+                           // (group_length_slope) with CI; GRPO's CI above 0, Dr. GRPO's upper
+                           // end below VERDICT_FLAT_SHARE x GRPO's slope
     CHECK_FAILING_STATES,  // f[0], f[1]: truncation rate, last minus first tenth, GRPO, Dr. GRPO;
                            // f[2], f[3]: the same of the loop share; both rise under GRPO, by
                            // more than under Dr. GRPO
