@@ -7,6 +7,7 @@
 #include "test_util.h"
 
 #include "analysis/analysis.h"
+#include "analysis/draws.h"
 #include "analysis/verdict.h"
 
 // A hand-made run of N steps (tenths of K steps): each per-step column is its first value over
@@ -529,12 +530,68 @@ static void test_2x2(void **state) {
     for (int i = 0; i < ALL; i++) run_free(runs[i]);
 }
 
+// Draws of 3 of 4 seed pairs: the passing set and a fourth pair like the first but with GRPO's
+// incorrect eval responses 80 tokens long (ratio 0.8). The 3 draws that hold it have a
+// geometric mean below 1.3 (at most (1.5 x 1.6 x 0.8)^(1/3) = 1.24) and fail check 1; the one
+// without it passes everything, so check 1 passes in 1 of 4 draws and the others in 4.
+static void test_draws_subsets(void **state) {
+    Spec s[RUNS + 2];
+    passing_set(s);
+    s[RUNS] = s[0], s[RUNS].seed = 4, s[RUNS].eval_len_i = 80;
+    s[RUNS + 1] = s[SEEDS], s[RUNS + 1].seed = 4;
+    Run *runs[RUNS + 2];
+    for (int i = 0; i < RUNS + 2; i++) runs[i] = make_run(&s[i]);
+    DrawTally t;
+    char err[256];
+    assert_int_equal(draws_subsets(runs, RUNS + 2, "grpo", "dr_grpo", 3, &t, err, sizeof err), 4);
+    assert_int_equal(t.units, 4);
+    assert_int_equal(t.pass[CHECK_EVAL_RATIO], 1);
+    for (int c = CHECK_LENGTH_SLOPE; c < N_CHECKS; c++) assert_int_equal(t.pass[c], 4);
+    assert_int_equal(t.pass_1to6, 1);
+    assert_int_equal(t.pass_all, 1);
+    draws_print(stdout, &t, 0);
+    // five pairs are needed for draws of 5; a draw of one pair is refused
+    assert_int_equal(draws_subsets(runs, RUNS + 2, "grpo", "dr_grpo", 5, &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "has 4 seed pairs"));
+    assert_int_equal(draws_subsets(runs, RUNS + 2, "grpo", "rloo", 3, &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no group 'rloo'"));
+    for (int i = 0; i < RUNS + 2; i++) run_free(runs[i]);
+}
+
+// Placebo draws from six GRPO runs (incorrect eval lengths 140..165, the same growth): 20
+// ordered pairs of disjoint triples; the ratio stays near 1 and both sides grow alike, so
+// checks 1 and 2 fail in every draw. Four runs are too few for triples.
+static void test_draws_placebo(void **state) {
+    Spec s[6];
+    Run *runs[6];
+    passing_set(s);
+    for (int i = 0; i < 6; i++) {
+        s[i] = s[0], s[i].seed = 10 + i, s[i].eval_len_i = 140 + 5 * i;
+        runs[i] = make_run(&s[i]);
+    }
+    DrawTally t;
+    char err[256];
+    assert_int_equal(draws_placebo(runs, 6, "GRPO", 3, &t, err, sizeof err), 20);
+    assert_int_equal(t.placebo, 1);
+    assert_int_equal(t.pass[CHECK_EVAL_RATIO], 0);
+    assert_int_equal(t.pass[CHECK_LENGTH_SLOPE], 0);
+    draws_print(stdout, &t, 0);
+    assert_int_equal(draws_placebo(runs, 6, "grpo", 2, &t, err, sizeof err), 90);  // C(6,2) C(4,2)
+    assert_int_equal(draws_placebo(runs, 4, "grpo", 3, &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "4 runs, a placebo draw of 3 pairs needs 6"));
+    assert_int_equal(draws_placebo(runs, 6, "dapo", 3, &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--placebo 'dapo'"));
+    for (int i = 0; i < 6; i++) run_free(runs[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_pass),
         cmocka_unit_test(test_each_check_fails),
         cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_slope_margin),
+        cmocka_unit_test(test_draws_subsets),
+        cmocka_unit_test(test_draws_placebo),
         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_reward_rise_one_run),
         cmocka_unit_test(test_tost_closed_form),

@@ -8,6 +8,7 @@
 #include "../sim/runlog.h"
 #include "../sim/sweep.h"
 #include "analysis.h"
+#include "draws.h"
 #include "fig6.h"
 #include "fig7.h"
 
@@ -63,6 +64,10 @@ static const CliOption summary_opts[] = {
     {"against", "GROUP", "the finding's checks of every other group against GROUP (a group label as in the "
                          "tables, e.g. dr_grpo_scale-none, or its name, e.g. \"Dr. GRPO\"), GROUP in Dr. GRPO's place"},
     {"groups", "LIST", "with --against: only these groups (comma-separated labels or names) in GRPO's place"},
+    {"draws", "K", "after the checks, every K-subset of each comparison's seed pairs: how many pass each check "
+                   "(K >= 2; with --placebo: runs per side, default 3)"},
+    {"placebo", "GROUP", "only the placebo draws of GROUP's runs: every ordered pair of disjoint sets of K runs, "
+                         "paired in order, checked as GRPO against Dr. GRPO; checks 1 and 2 must fail in >= 95%"},
 };
 static const CliSpec summary_spec = {
     "summary",
@@ -76,8 +81,30 @@ static const CliSpec summary_spec = {
     "summary instead: start and plateau scores per template and question set, and the checks of the\n"
     "paper's four observations.\n"
     "The out directory of a `grpolab sweep` stands for the runs of its manifest (sweep.runs).",
-    "RUN.h5|SWEEP_DIR... [--md] [--check] [--against GROUP [--groups LIST]] | --fig7 DIR [--md]",
+    "RUN.h5|SWEEP_DIR... [--md] [--check] [--against GROUP [--groups LIST]] [--draws K] [--placebo GROUP] | --fig7 DIR [--md]",
     summary_opts, (int)(sizeof summary_opts / sizeof summary_opts[0]), CLI_MAX_POSITIONAL, "RUN.h5..."};
+
+// `summary --placebo GROUP`: the placebo draws' table. 0, or -1 with a message.
+static int summary_placebo(Run *const *runs, int n, const char *group, int k, int md, char *err, size_t errlen) {
+    DrawTally t;
+    if (draws_placebo(runs, n, group, k, &t, err, errlen) < 0) return -1;
+    draws_print(stdout, &t, md);
+    return 0;
+}
+
+// `summary --draws K`: for each comparison the summary made, the table of its K-pair draws.
+static int summary_draws(Run *const *runs, int n, const char *against, const char *only, int k, int md, char *err,
+                         size_t errlen) {
+    const char *test[MAX_OBJECTIVES], *ref[MAX_OBJECTIVES];
+    int nv = verdict_plan(runs, n < 256 ? n : 256, against, only, test, ref, MAX_OBJECTIVES, err, errlen);
+    if (nv < 0) return -1;
+    for (int c = 0; c < nv; c++) {
+        DrawTally t;
+        if (draws_subsets(runs, n, test[c], ref[c], k, &t, err, errlen) < 0) return -1;
+        draws_print(stdout, &t, md);
+    }
+    return 0;
+}
 
 // Loads every run; on error prints it and frees what was loaded.
 static Run **load_runs(const char *const *paths, int n) {
@@ -395,14 +422,23 @@ int cmd_summary(int argc, char **argv) {
         free_runs(paths, groups, n);
         return 2;
     }
+    long draws = 0;
+    if (cli_get_int(&summary_spec, &a, "draws", 2, 64, &draws)) {
+        free_runs(paths, groups, n);
+        return 2;
+    }
     Run **runs = load_runs((const char *const *)paths, n);
     int fig6 = runs && fig6_design(runs, n);  // a Fig. 6 sweep: its own tables and checks
     if (runs && !fig6) runs = label_groups(runs, groups, n);
     free_runs(paths, groups, n);
     if (!runs) return 1;
     char err[512];
-    if (fig6) fig6_summary_print(stdout, runs, n, cli_flag(&summary_spec, &a, "md"));
-    else rc = summary_print_against(stdout, runs, n, cli_flag(&summary_spec, &a, "md"), against, only, err, sizeof err);
+    int md = cli_flag(&summary_spec, &a, "md");
+    const char *placebo = cli_get(&summary_spec, &a, "placebo");
+    if (fig6) fig6_summary_print(stdout, runs, n, md);
+    else if (placebo) rc = summary_placebo(runs, n, placebo, draws ? (int)draws : 3, md, err, sizeof err);
+    else rc = summary_print_against(stdout, runs, n, md, against, only, err, sizeof err);
+    if (rc == 0 && draws && !fig6 && !placebo) rc = summary_draws(runs, n, against, only, (int)draws, md, err, sizeof err);
     if (rc != 0) fprintf(stderr, "grpolab summary: error: %s\n", err);
     for (int i = 0; i < n; i++) run_free(runs[i]);
     free(runs);

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,20 @@ const char *cli_get(const CliSpec *spec, const CliArgs *a, const char *name) {
 
 int cli_flag(const CliSpec *spec, const CliArgs *a, const char *name) {
     return cli_get(spec, a, name) != NULL;
+}
+
+int cli_get_int(const CliSpec *spec, const CliArgs *a, const char *name, long lo, long hi, long *out) {
+    const char *s = cli_get(spec, a, name);
+    if (!s) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "grpolab %s: error: --%s '%s': wanted an integer from %ld to %ld\n", spec->command, name, s, lo, hi);
+        return 2;
+    }
+    *out = v;
+    return 0;
 }
 
 Config *cli_load_config(const char *config_path, const CliArgs *a) {

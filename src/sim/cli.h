@@ -43,6 +43,9 @@ void cli_print_usage(const CliSpec *spec, FILE *f);
 // Value of option `name` or NULL (dies on a name not in the spec: a programming error).
 const char *cli_get(const CliSpec *spec, const CliArgs *a, const char *name);
 int cli_flag(const CliSpec *spec, const CliArgs *a, const char *name);
+// Integer option `name`: *out = its value if given (else left as is); 0 ok, 2 after printing
+// "grpolab CMD: error: --NAME 'V': ..." where V is not an integer in [lo, hi].
+int cli_get_int(const CliSpec *spec, const CliArgs *a, const char *name, long lo, long hi, long *out);
 
 // The shared config path: defaults, then --config FILE (if given), then each --set in
 // order. On error prints "grpolab: error: <message>" and returns NULL (exit code 2).
