@@ -53,12 +53,12 @@ CUDA ?= $(if $(NVCC),1,0)
 MPICC := $(shell command -v mpicc 2>/dev/null)
 NCCL_H := $(firstword $(wildcard /usr/include/nccl.h /usr/local/cuda/include/nccl.h))
 # MPI=1 (the default where mpicc is found) builds `grpolab train` data parallel over MPI
-# (src/sim/dist.c); MPI=0 builds the one-process communicator. The compiler stays CC: mpicc
+# (src/sim/parallel/dist.c); MPI=0 builds the one-process communicator. The compiler stays CC: mpicc
 # (OpenMPI's --showme) only gives the flags.
 MPI ?= $(if $(MPICC),1,0)
 
-SRC_C := $(sort $(wildcard src/kernels/*.c src/sim/*.c src/analysis/*.c)) src/common.c
-MAIN_C := src/sim/main.c
+SRC_C := $(sort $(wildcard src/kernels/*.c src/sim/*/*.c src/analysis/*.c)) src/common.c
+MAIN_C := src/sim/cli/main.c
 LIB_C := $(filter-out $(MAIN_C),$(SRC_C))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_C))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
@@ -97,7 +97,7 @@ deps:
 probe:
 	@echo "grpolab build: cc=$(CC) nvcc=$(if $(NVCC),$(NVCC),none) cuda-backend=$(if $(filter 1,$(CUDA)),yes,no) mpi=$(if $(filter 1,$(MPI)),$(MPICC),none) nccl=$(if $(filter -DGRPOLAB_NCCL,$(CFLAGS)),$(NCCL_H),none) build=$(BUILD)"
 
-$(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h) $(BUILD)/gen/flags | deps
+$(BUILD)/%.o: %.c $(wildcard src/*.h src/*/*.h src/*/*/*.h) $(BUILD)/gen/flags | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
@@ -128,7 +128,7 @@ $(BUILD)/libgrpolab.a: $(LIB_OBJ)
 
 # Linked to a temporary file and renamed: a run that starts the binary while it is rebuilt
 # (a sweep) gets the old one or the new one, never a half-written file.
-$(BUILD)/grpolab: $(BUILD)/src/sim/main.o $(BUILD)/libgrpolab.a
+$(BUILD)/grpolab: $(BUILD)/src/sim/cli/main.o $(BUILD)/libgrpolab.a
 	$(CC) $(CFLAGS) -o $@.tmp $^ $(LDLIBS)
 	mv -f $@.tmp $@
 

@@ -19,11 +19,11 @@ PEER=${PEER:-torch}
 PEER_PY=${PEER_PY:-/usr/bin/python3}
 OUT=${OUT:-build/bench-rl}
 mkdir -p "$OUT"
-# every implementation waits the way grpolab does by default (src/sim/libenv.h): PyTorch's
+# every implementation waits the way grpolab does by default (src/sim/io/libenv.h): PyTorch's
 # OpenMP threads spin like grpolab's would, and on a shared machine that decides the figures
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # and with the OpenBLAS kernels grpolab runs: where OpenBLAS does not know this CPU, grpolab
-# names the kernels its features allow (src/sim/libenv.h), and PyTorch's products run through
+# names the kernels its features allow (src/sim/io/libenv.h), and PyTorch's products run through
 # OpenBLAS too with Debian's python3-torch (PEER_PY=/usr/bin/python3; PyPI's torch brings its own
 # BLAS kernels)
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then

@@ -12,15 +12,15 @@
 //    compacts its decode batch down to that many rows; a response is the full batch's only
 //    if so.
 // It also says whether the decode's own products (cpu_decode_matmul) give OpenBLAS's numbers
-// on those shapes, which grpolab checks for itself (src/sim/model.c): informational.
+// on those shapes, which grpolab checks for itself (src/sim/model/model.c): informational.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu_ops.h"
 #include "kernels/kernels.h"
-#include "sim/libenv.h"
-#include "sim/sampler.h"
+#include "sim/io/libenv.h"
+#include "sim/model/sampler.h"
 
 static unsigned long long rng = 88172645463325252ull;
 static float uniform(float lo, float hi) {

@@ -30,7 +30,7 @@
 #
 # What compare does not compare, and why (everything else must be equal, bit for bit):
 #   datasets   /train/rollout_seconds, /train/update_seconds
-#                the wall-time columns of the train log (src/sim/logschema.c, "wall time")
+#                the wall-time columns of the train log (src/sim/io/logschema.c, "wall time")
 #   root attributes (of every file: run logs, their copies, checkpoints and base.h5)
 #     grpolab_commit, grpolab_version   the binary that wrote the file
 #     start_time                        when the run started (clock time)

@@ -9,7 +9,7 @@
 
 #include <hdf5.h>
 
-#include "sim/runlog.h"
+#include "sim/io/runlog.h"
 #include "test_util.h"
 
 static inline int exists(const char *p) { return access(p, F_OK) == 0; }

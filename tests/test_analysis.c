@@ -10,10 +10,10 @@
 
 #include "analysis/analysis.h"
 #include "analysis/stats.h"
-#include "sim/config.h"
-#include "sim/evaluate.h"
-#include "sim/objective.h"
-#include "sim/runlog.h"
+#include "sim/io/config.h"
+#include "sim/rl/evaluate.h"
+#include "sim/rl/objective.h"
+#include "sim/io/runlog.h"
 
 static char tmpdir[256];
 

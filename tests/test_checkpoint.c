@@ -12,9 +12,9 @@
 #include "test_util.h"
 #include "common.h"
 
-#include "sim/checkpoint.h"
-#include "sim/h5util.h"
-#include "sim/model.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/h5util.h"
+#include "sim/model/model.h"
 
 static char g_dir[64];  // mkdtemp directory holding every file of this test
 static Backend *g_bk;

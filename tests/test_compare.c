@@ -1,4 +1,4 @@
-// test_compare.c: the counterfactual diagnostics of diagnostics.compare (sim/compare.h) off
+// test_compare.c: the counterfactual diagnostics of diagnostics.compare (sim/rl/compare.h) off
 // rho = 1, against closed forms worked by hand from each method's definition. A tiny random
 // model gives log pi_theta of four responses; pi_old is then set so that every token has a
 // chosen ratio rho = pi_theta / pi_old. For each compared preset the trainer's token weights
@@ -14,9 +14,9 @@
 
 #include "common.h"
 #include "kernels/kernels.h"
-#include "sim/compare.h"
-#include "sim/config.h"
-#include "sim/model.h"
+#include "sim/rl/compare.h"
+#include "sim/io/config.h"
+#include "sim/model/model.h"
 #include "test_util.h"
 #include "tiny_policy.h"
 

@@ -1,12 +1,12 @@
 // test_config.c: INI parsing, --set overrides, validation messages and round trips of
-// the config system (src/sim/config.h). Run from the repository root (fixture paths).
+// the config system (src/sim/io/config.h). Run from the repository root (fixture paths).
 #include "test_util.h"
 
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/config.h"
-#include "sim/setup.h"
+#include "sim/io/config.h"
+#include "sim/rl/setup.h"
 
 #define FIXTURE_DIR "tests/fixtures/config/"
 

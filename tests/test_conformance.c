@@ -10,9 +10,9 @@
 
 #include "common.h"
 #include "kernels/kernels.h"
-#include "sim/model.h"
-#include "sim/objective.h"
-#include "sim/update.h"
+#include "sim/model/model.h"
+#include "sim/rl/objective.h"
+#include "sim/rl/update.h"
 #include "test_util.h"
 
 static Backend *cpu;

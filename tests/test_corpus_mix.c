@@ -13,13 +13,13 @@
 
 #include <cmocka.h>
 
-#include "sim/checkpoint.h"
-#include "sim/config.h"
-#include "sim/corpus.h"
-#include "sim/pretrain.h"
-#include "sim/template.h"
-#include "sim/tokenizer.h"
-#include "sim/train.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/config.h"
+#include "sim/world/corpus.h"
+#include "sim/rl/pretrain.h"
+#include "sim/world/template.h"
+#include "sim/world/tokenizer.h"
+#include "sim/rl/train.h"
 #include "test_util.h"
 
 static char dir[64];

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "sim/model.h"
-#include "sim/sampler.h"
+#include "sim/model/model.h"
+#include "sim/model/sampler.h"
 #include "test_util.h"
 
 static Backend *cpu, *gpu;

@@ -27,7 +27,7 @@
 
 #include "test_util.h"
 #include "kernels/kernels.h"
-#include "sim/objective.h"
+#include "sim/rl/objective.h"
 
 #ifdef GRPOLAB_CUDA
 

@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include "common.h"
-#include "sim/model.h"
-#include "sim/objective.h"
-#include "sim/update.h"
+#include "sim/model/model.h"
+#include "sim/rl/objective.h"
+#include "sim/rl/update.h"
 #include "test_util.h"
 
 enum { P = 3, G = 4, N = P * G, M = 6, MAX_PROMPT = 10, MAX_RESP = 20 };

@@ -11,11 +11,11 @@
 
 #include <hdf5.h>
 
-#include "sim/checkpoint.h"
-#include "sim/h5util.h"
-#include "sim/resume.h"
-#include "sim/runlog.h"
-#include "sim/tokenizer.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/h5util.h"
+#include "sim/rl/resume.h"
+#include "sim/io/runlog.h"
+#include "sim/world/tokenizer.h"
 
 static char dir[64];
 

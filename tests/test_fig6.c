@@ -10,8 +10,8 @@
 
 #include "analysis/analysis.h"
 #include "analysis/fig6.h"
-#include "sim/config.h"
-#include "sim/runlog.h"
+#include "sim/io/config.h"
+#include "sim/io/runlog.h"
 
 static char tmpdir[256];
 

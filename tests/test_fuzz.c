@@ -20,12 +20,12 @@
 
 #include "analysis/runs.h"
 #include "common.h"
-#include "sim/checkpoint.h"
-#include "sim/config.h"
-#include "sim/h5util.h"
-#include "sim/model.h"
-#include "sim/runlog.h"
-#include "sim/sweep.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/config.h"
+#include "sim/io/h5util.h"
+#include "sim/model/model.h"
+#include "sim/io/runlog.h"
+#include "sim/sweep/sweep.h"
 
 // HDF5 1.10 leaks some of its own allocations on the error paths of corrupt files (no frame
 // of ours in the stacks); LeakSanitizer is told so here, for this test only.

@@ -11,9 +11,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "sim/checkpoint.h"
-#include "sim/logschema.h"
-#include "sim/resume.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/logschema.h"
+#include "sim/rl/resume.h"
 #include "spawn_util.h"
 #include "train_fixture.h"
 

@@ -1,11 +1,11 @@
 // test_libenv.c: the settings grpolab makes for its libraries before they start
-// (src/sim/libenv.h): OpenBLAS's kernels where it fell back to its generic ones, a user's
+// (src/sim/io/libenv.h): OpenBLAS's kernels where it fell back to its generic ones, a user's
 // OPENBLAS_CORETYPE kept, and the kernels named in `grpolab version` and in this test
 // binary itself (tests/libenv_init.c).
 #include "test_util.h"
 
 #include "kernels/cpu_ops.h"
-#include "sim/libenv.h"
+#include "sim/io/libenv.h"
 
 static int cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)

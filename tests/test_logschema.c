@@ -1,4 +1,4 @@
-// test_logschema.c: the run-log tables of src/sim/logschema.c against what depends on them:
+// test_logschema.c: the run-log tables of src/sim/io/logschema.c against what depends on them:
 // docs/hdf5-schema.md (its column lists are the output of `grpolab schema`), the logs that
 // grpolab b4fd00f wrote (tests/fixtures/runlog: every table, column, type and doc attribute
 // as the schema says, and the analysis reads them), every row struct field being a column,
@@ -12,8 +12,8 @@
 
 #include "analysis/runs.h"
 #include "common.h"
-#include "sim/logschema.h"
-#include "sim/runlog.h"
+#include "sim/io/logschema.h"
+#include "sim/io/runlog.h"
 
 #define DOC_PATH "docs/hdf5-schema.md"
 #define FIXTURE_DIR "tests/fixtures/runlog/"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "sim/model.h"
+#include "sim/model/model.h"
 #include "test_util.h"
 
 static Backend *bk;

@@ -1,4 +1,4 @@
-// test_mpi.c: `grpolab train` data parallel over MPI (src/sim/dataparallel.h), run with
+// test_mpi.c: `grpolab train` data parallel over MPI (src/sim/parallel/dataparallel.h), run with
 // mpirun on the CPU. For every preset, 3 steps over 1, 2 and 3 ranks give the rollouts of
 // one process exactly (/responses lengths and rewards, token counts) and its parameters,
 // optimizer state and log columns up to float summation order (the ranks sum their own rows'
@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "sim/checkpoint.h"
-#include "sim/logschema.h"
-#include "sim/runlog.h"
-#include "sim/objective.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/logschema.h"
+#include "sim/io/runlog.h"
+#include "sim/rl/objective.h"
 #include "test_util.h"
 #include "tiny_policy.h"
 

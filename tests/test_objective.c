@@ -1,14 +1,14 @@
 // test_objective.c: advantages and token weights against their closed forms (docs/kernels.md):
 // the formulas of kernels/objective.h, then the CPU ops that run them over a batch
 // (kn_group_advantages, kn_token_weights; the CUDA ones are checked against these in
-// tests/test_cuda_parity.c); the presets and the [objective] section of sim/objective.h.
+// tests/test_cuda_parity.c); the presets and the [objective] section of sim/rl/objective.h.
 #include <math.h>
 #include <string.h>
 
 #include "common.h"
 #include "kernels/kernels.h"
-#include "sim/config.h"
-#include "sim/objective.h"
+#include "sim/io/config.h"
+#include "sim/rl/objective.h"
 #include "test_util.h"
 
 static Backend *cpu;  // the CPU backend of every test (setup_cpu)

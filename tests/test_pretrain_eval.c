@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "sim/checkpoint.h"
-#include "sim/evaluate.h"
-#include "sim/pretrain.h"
-#include "sim/runlog.h"
-#include "sim/setup.h"
-#include "sim/template.h"
+#include "sim/model/checkpoint.h"
+#include "sim/rl/evaluate.h"
+#include "sim/rl/pretrain.h"
+#include "sim/io/runlog.h"
+#include "sim/rl/setup.h"
+#include "sim/world/template.h"
 #include "test_util.h"
 
 // The pretrain cases write to a path of their own, not to the config's data/models/base.h5,

@@ -6,7 +6,7 @@
 // trainer draws a run's questions from its set (the /questions table of a short run).
 #include <math.h>
 
-#include "sim/config.h"
+#include "sim/io/config.h"
 #include "train_fixture.h"
 
 #define N_DRAW 20000

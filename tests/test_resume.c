@@ -10,8 +10,8 @@
 #include <signal.h>
 #include <time.h>
 
-#include "sim/logschema.h"
-#include "sim/resume.h"
+#include "sim/io/logschema.h"
+#include "sim/rl/resume.h"
 #include "spawn_util.h"
 #include "train_fixture.h"
 

@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 #include "common.h"
-#include "sim/runlog.h"
+#include "sim/io/runlog.h"
 
 static char g_dir[64];  // mkdtemp directory holding every file of this test
 

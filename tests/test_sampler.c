@@ -5,7 +5,7 @@
 
 #include "common.h"
 #include "kernels/kernels.h"
-#include "sim/sampler.h"
+#include "sim/model/sampler.h"
 #include "test_util.h"
 
 static Backend *bk;

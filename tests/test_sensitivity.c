@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 
 #include "analysis/analysis.h"
-#include "sim/config.h"
-#include "sim/evaluate.h"
-#include "sim/runlog.h"
+#include "sim/io/config.h"
+#include "sim/rl/evaluate.h"
+#include "sim/io/runlog.h"
 
 static char dir[256];
 

@@ -1,4 +1,4 @@
-// test_sweep.c: the sweep file reader and planner (src/sim/sweep.h): grid expansion and its
+// test_sweep.c: the sweep file reader and planner (src/sim/sweep/sweep.h): grid expansion and its
 // order, integer ranges, run names, the resolved config of each run, refused sections, keys
 // and values with the file, line, key and value named, the manifest a sweep directory is
 // read through; and `grpolab sweep run` end to end on a tiny model: runs trained two at a
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "analysis/runs.h"
-#include "sim/checkpoint.h"
-#include "sim/runlog.h"
-#include "sim/sweep.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/runlog.h"
+#include "sim/sweep/sweep.h"
 
 static char err[2048];
 static char dir[64];

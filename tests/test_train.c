@@ -4,7 +4,7 @@
 // per-response grad log pi; bad configs give exit code 2 with the key named.
 // The fixture (train_fixture.h) makes the groups hold both rewards.
 #include "train_fixture.h"
-#include "sim/logschema.h"
+#include "sim/io/logschema.h"
 
 // The parameters, AdamW moments and step count of two checkpoints are equal, bit for bit.
 static void assert_same_checkpoints(const char *ck_a, const char *ck_b) {

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "common.h"
-#include "sim/corpus.h"
-#include "sim/template.h"
-#include "sim/tokenizer.h"
-#include "sim/world.h"
+#include "sim/world/corpus.h"
+#include "sim/world/template.h"
+#include "sim/world/tokenizer.h"
+#include "sim/world/world.h"
 #include "test_util.h"
 
 // ---------------------------------------------------------------- hash set of questions

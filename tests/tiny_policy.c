@@ -8,10 +8,10 @@
 
 #include "tiny_policy.h"
 
-#include "sim/checkpoint.h"
-#include "sim/template.h"
-#include "sim/tokenizer.h"
-#include "sim/world.h"
+#include "sim/model/checkpoint.h"
+#include "sim/world/template.h"
+#include "sim/world/tokenizer.h"
+#include "sim/world/world.h"
 
 enum { TINY_T = 96 };
 

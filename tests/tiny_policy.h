@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "sim/model.h"
+#include "sim/model/model.h"
 
 // 1 layer, d_model 32, max_seq_len 96, the default tokenizer's vocabulary.
 ModelConfig tiny_policy_config(void);

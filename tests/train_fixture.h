@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "sim/checkpoint.h"
-#include "sim/runlog.h"
-#include "sim/sampler.h"
-#include "sim/setup.h"
-#include "sim/template.h"
-#include "sim/train.h"
-#include "sim/update.h"
+#include "sim/model/checkpoint.h"
+#include "sim/io/runlog.h"
+#include "sim/model/sampler.h"
+#include "sim/rl/setup.h"
+#include "sim/world/template.h"
+#include "sim/rl/train.h"
+#include "sim/rl/update.h"
 #include "test_util.h"
 #include "tiny_policy.h"
 

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "../common.h"
-#include "../sim/cli.h"
-#include "../sim/runlog.h"
-#include "../sim/sweep.h"
+#include "../sim/io/cli.h"
+#include "../sim/io/runlog.h"
+#include "../sim/sweep/sweep.h"
 #include "analysis.h"
 #include "draws.h"
 #include "fig6.h"

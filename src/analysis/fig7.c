@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "../common.h"
-#include "../sim/sweep.h"
+#include "../sim/sweep/sweep.h"
 #include "stats.h"
 
 const char *const FIG7_BASE_DIRS[FIG7_N_BASES] = {"general", "math", "mathqa"};

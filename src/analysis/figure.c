@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "../sim/h5util.h"
+#include "../sim/io/h5util.h"
 
 int figure_parse_formats(const char *s, unsigned *mask, char *err, size_t errlen) {
     *mask = 0;

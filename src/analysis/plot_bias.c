@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "../common.h"
-#include "../sim/config.h"
-#include "../sim/objective.h"
-#include "../sim/runlog.h"
+#include "../sim/io/config.h"
+#include "../sim/rl/objective.h"
+#include "../sim/io/runlog.h"
 #include "analysis.h"
 #include "stats.h"
 

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "../common.h"
-#include "../sim/logschema.h"
-#include "../sim/runlog.h"
+#include "../sim/io/logschema.h"
+#include "../sim/io/runlog.h"
 #include "analysis.h"
 
 #define N_STATS 9

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../common.h"
-#include "../sim/objective.h"
+#include "../sim/rl/objective.h"
 #include "analysis.h"
 
 int masked_mean_curves(Aggregation *aggs, char labels[][160], int cap) {

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "../common.h"
-#include "../sim/config.h"
-#include "../sim/runlog.h"
+#include "../sim/io/config.h"
+#include "../sim/io/runlog.h"
 #include "analysis.h"
 #include "stats.h"
 #include "verdict.h"

@@ -10,9 +10,9 @@
 
 #include "../common.h"
 #include "analysis.h"
-#include "../sim/config.h"
-#include "../sim/logschema.h"
-#include "../sim/runlog.h"
+#include "../sim/io/config.h"
+#include "../sim/io/logschema.h"
+#include "../sim/io/runlog.h"
 
 // A column of a logged table (by its name in the table's spec, logschema.h) and the field of
 // the struct it is read into (a double *, by offsetof).

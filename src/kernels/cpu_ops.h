@@ -49,7 +49,7 @@ void cpu_attention_vector(int level);
 // 1 (the default): its own products where they run. For scripts/blas_order.c.
 void cpu_attention_own_products(int on);
 // The kernel set OpenBLAS runs (openblas_get_corename(), e.g. "SkylakeX"), and its build
-// configuration with that name (openblas_get_config()): src/sim/libenv.h.
+// configuration with that name (openblas_get_config()): src/sim/io/libenv.h.
 const char *cpu_blas_core(void);
 // The decode's products (src/kernels/cpu_ops.c): W (OC,C) packed once
 // (cpu_decode_packed_floats floats), then out (N,OC) = inp (N,C) @ W^T, each entry a chain of

@@ -4,7 +4,7 @@
 // (OBJ_HD): the CPU and CUDA ops kn_group_advantages and kn_token_weights (kernels.h) both
 // call them, so the CUDA backend runs the same arithmetic the CPU tests check. The notation
 // and the table of formulas are in docs/kernels.md ("RL objective"); the presets and the
-// [objective] config section are sim/objective.h's.
+// [objective] config section are sim/rl/objective.h's.
 #ifndef GRPOLAB_KERNELS_OBJECTIVE_H
 #define GRPOLAB_KERNELS_OBJECTIVE_H
 
@@ -59,7 +59,7 @@ typedef enum {
     SCOPE_MICRO_BATCH = 1, // the forward pass's tokens times the number of passes (TRL's bnpo)
 } TokenMeanScope;
 
-// The knobs of one objective, resolved (sim/objective.h makes them from a preset and a config).
+// The knobs of one objective, resolved (sim/rl/objective.h makes them from a preset and a config).
 typedef struct ObjectiveConfig {  // named: kernels.h declares it as struct ObjectiveConfig
     char preset[24];       // name of the preset the knobs started from (for logs and messages)
     Baseline baseline;

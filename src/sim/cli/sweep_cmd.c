@@ -1,0 +1,958 @@
+// sweep_cmd.c: `grpolab sweep plan|run|slurm|task|status FILE` (docs/cli.md, docs/scaling.md).
+// Every run is a `grpolab train` of this same binary: `run` starts them here N at a time,
+// `slurm` writes (and submits) a job array whose task i runs `sweep task FILE i`. Before
+// anything is trained, every run's config is resolved and every run log that exists is
+// compared with the config it would be trained with now: a finished run is kept, an
+// interrupted one continues from its checkpoint (train --resume), as does a complete one whose
+// train.steps the sweep raises (it extends from its last step); one made with another config
+// (fewer train.steps included) stops the sweep with the keys that differ.
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../analysis/runs.h"
+#include "../../common.h"
+#include "../model/checkpoint.h"
+#include "../io/cli.h"
+#include "../io/h5util.h"
+#include "../rl/resume.h"
+#include "../sweep/sweep.h"
+#include "../rl/train.h"
+
+// What a run needs: train from scratch, nothing (complete), resume, go on past its end (a
+// complete run whose train.steps the sweep raises: train --resume from its last step), or it
+// is refused.
+typedef enum { RUN_NEW, RUN_COMPLETE, RUN_RESUME, RUN_RESTART, RUN_EXTEND, RUN_REFUSED } RunState;
+static const char *const STATE_NAME[] = {"new", "complete (kept)", "resumes from its checkpoint",
+                                         "trains again (no checkpoint yet)",
+                                         "extends from its last step (train.steps raised)", "REFUSED"};
+
+// The state of run i whose resolved config is c; msg says why where it is refused, and for a
+// run that extends "from step K to N". The config is read from the log's copy where a killed
+// run left one (its log may be torn).
+static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, size_t msglen) {
+    char *path = sweep_run_path(s, i), copy[4200];
+    RunState st = RUN_NEW;
+    if (access(path, F_OK) == 0) {
+        // a larger train.steps than the log's is the same run, gone on for longer
+        int same = train_compare_run_config(resume_log_to_read(path, copy, sizeof copy), c, 1, msg, msglen);
+        if (same != 0) {
+            if (same < 0) {
+                size_t n = strlen(msg);
+                snprintf(msg + n, msglen - n, " (delete or move it to train it again)");
+            }
+            st = RUN_REFUSED;
+        } else {
+            char err[1024];
+            Run *r = run_load(path, err, sizeof err);
+            int complete = r && run_complete(r);
+            int64_t done = r ? r->n_steps : 0, steps = config_int(c, "train.steps");
+            run_free(r);
+            char *ckpt = path_with_suffix(path, RESUME_CKPT_SUFFIX);
+            int has_ckpt = access(ckpt, F_OK) == 0;
+            if (complete && done >= steps) {
+                st = RUN_COMPLETE;
+            } else if (complete && !has_ckpt) {
+                set_err(msg, msglen, "%s is complete at %lld steps and train.steps is now %lld, but its "
+                        "checkpoint %s (the state to go on from) is gone: put it back, or delete or "
+                        "move the run to train it again", path, (long long)done, (long long)steps, ckpt);
+                st = RUN_REFUSED;
+            } else if (complete) {
+                set_err(msg, msglen, "from step %lld to %lld", (long long)done, (long long)steps);
+                st = RUN_EXTEND;
+            } else {
+                st = has_ckpt ? RUN_RESUME : RUN_RESTART;
+            }
+            free(ckpt);
+        }
+    }
+    free(path);
+    return st;
+}
+
+// Loads and checks the sweep; with states, the state of every run (malloc'd), printing each
+// refused run; returns NULL (after printing why) if the sweep cannot run.
+static Sweep *load_checked(const char *file, RunState **states) {
+    char err[2048];
+    Sweep *s = sweep_load(file, err, sizeof err);
+    if (!s || sweep_check(s, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab sweep: error: %s\n", err);
+        sweep_free(s);
+        return NULL;
+    }
+    if (!states) return s;
+    *states = xcalloc((size_t)s->n_runs, sizeof **states);
+    int refused = 0, no_init = 0;
+    char missing[1024] = "";  // the last train.init reported missing: each is said once
+    for (int i = 0; i < s->n_runs; i++) {
+        Config *c = sweep_run_config(s, i, err, sizeof err);  // resolved by sweep_check
+        (*states)[i] = run_state(s, i, c, err, sizeof err);
+        if ((*states)[i] == RUN_REFUSED) {
+            fprintf(stderr, "grpolab sweep: %s\n", err);
+            refused++;
+        }
+        const char *init = config_str(c, "train.init");
+        if ((*states)[i] != RUN_COMPLETE && (*states)[i] != RUN_RESUME && (*states)[i] != RUN_EXTEND &&
+            access(init, R_OK) != 0) {
+            if (strcmp(init, missing) != 0)
+                fprintf(stderr, "grpolab sweep: error: train.init '%s' (run %d) cannot be read: %s (pretrain or copy the base model there first)\n", init, i, strerror(errno));
+            snprintf(missing, sizeof missing, "%s", init);
+            no_init++;
+        }
+        config_free(c);
+    }
+    if (no_init && !refused) {
+        fprintf(stderr, "grpolab sweep: error: %d run%s would start from a model that is not there (above): "
+                "nothing was started\n", no_init, no_init == 1 ? "" : "s");
+        free(*states);
+        *states = NULL;
+        sweep_free(s);
+        return NULL;
+    }
+    if (refused) {
+        fprintf(stderr, "grpolab sweep: error: %d run log%s in %s %s made with another config than "
+                "the sweep gives now (above): nothing was trained; delete or move %s to train %s "
+                "again\n", refused, refused == 1 ? "" : "s", s->out, refused == 1 ? "was" : "were",
+                refused == 1 ? "it" : "them", refused == 1 ? "it" : "them");
+        free(*states);
+        *states = NULL;
+        sweep_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+// The path of this binary, so that every run is trained by the same grpolab.
+static const char *self_exe(void) {
+    static char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) die("cannot find this binary (/proc/self/exe): %s", strerror(errno));
+    path[n] = '\0';
+    return path;
+}
+
+// execv of this very binary with av (av[0] its path, for messages): through /proc/self/exe,
+// which stays the running file where the binary was rebuilt meanwhile (its path then names
+// a new file, or none). Returns only on failure.
+static void exec_self(char **av) {
+    execv("/proc/self/exe", av);
+    execv(av[0], av);
+}
+
+// The argv of run i's `grpolab train` (NULL-terminated, malloc'd strings; free with
+// sweep_free_sets(argv, *argc)). threads > 0 sets run.threads; backend may be NULL.
+static char **train_argv(const Sweep *s, int i, RunState st, int threads, const char *backend, int *argc) {
+    char **grid = sweep_run_grid_sets(s, i);
+    int cap = 12 + 2 * (s->n_sets + s->n_axes), n = 0;
+    char **av = xcalloc((size_t)cap, sizeof *av);
+    av[n++] = xstrdup(self_exe());
+    av[n++] = xstrdup("train");
+    av[n++] = xstrdup("--config");
+    av[n++] = xstrdup(s->config);
+    for (int j = 0; j < s->n_sets + s->n_axes; j++) {
+        av[n++] = xstrdup("--set");
+        av[n++] = xstrdup(j < s->n_sets ? s->sets[j] : grid[j - s->n_sets]);
+    }
+    if (threads > 0) {
+        char t[48];
+        snprintf(t, sizeof t, "run.threads=%d", threads);
+        av[n++] = xstrdup("--set");
+        av[n++] = xstrdup(t);
+    }
+    if (backend) {
+        av[n++] = xstrdup("--backend");
+        av[n++] = xstrdup(backend);
+    }
+    av[n++] = xstrdup("--out");
+    av[n++] = sweep_run_path(s, i);
+    av[n++] = xstrdup(st == RUN_RESUME || st == RUN_EXTEND ? "--resume" : "--overwrite");
+    sweep_free_sets(grid, s->n_axes);
+    *argc = n;
+    return av;
+}
+
+// cli_parse, then exactly n_positional arguments: -1 to go on, else the exit code.
+static int parse_args(const CliSpec *spec, int argc, char **argv, CliArgs *a, int n_positional) {
+    int rc = cli_parse(spec, argc, argv, a);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (a->n_positional != n_positional) {
+        cli_print_usage(spec, stderr);
+        return 2;
+    }
+    return -1;
+}
+
+static int parse_count(const char *opt, const char *v, int lo, int hi, int *out) {
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo || x > hi) {
+        fprintf(stderr, "grpolab sweep: error: --%s '%s': expected an integer in [%d, %d]\n", opt,
+                v ? v : "", lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+// ---------------------------------------------------------------- plan
+
+static const CliSpec plan_spec = {
+    "sweep plan", "List the runs of a sweep file: index, name, state of its log, and its --set lines.\n"
+                  "Every value is checked against the config schema and every run's config resolved.",
+    "FILE", NULL, 0, 1, "FILE"};
+
+static int sweep_plan(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_args(&plan_spec, argc, argv, &a, 1);
+    if (rc >= 0) return rc;
+    Sweep *s = load_checked(a.positional[0], NULL);
+    if (!s) return 2;
+    char err[2048];
+    printf("sweep '%s' (%s): %d run%s", s->name, s->path, s->n_runs, s->n_runs == 1 ? "" : "s");
+    for (int ax = 0; ax < s->n_axes; ax++)
+        printf("%s%d %s", ax ? " x " : " = ", s->axes[ax].n_values, s->axes[ax].key);
+    printf("\n  base config %s, logs in %s/NAME.h5\n", s->config, s->out);
+    for (int j = 0; j < s->n_sets; j++) printf("  every run: --set %s\n", s->sets[j]);
+    int refused = 0;
+    for (int i = 0; i < s->n_runs; i++) {
+        char name[1024];
+        sweep_run_name(s, i, name, sizeof name);
+        Config *c = sweep_run_config(s, i, err, sizeof err);
+        RunState st = run_state(s, i, c, err, sizeof err);
+        config_free(c);
+        char **grid = sweep_run_grid_sets(s, i);
+        printf("%4d  %-32s ", i, name);
+        for (int ax = 0; ax < s->n_axes; ax++) printf(" --set %s", grid[ax]);
+        printf("   [%s%s%s]\n", STATE_NAME[st], st == RUN_EXTEND ? ": " : "", st == RUN_EXTEND ? err : "");
+        if (st == RUN_REFUSED) printf("        %s\n", err), refused++;
+        sweep_free_sets(grid, s->n_axes);
+    }
+    sweep_free(s);
+    return refused ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- run
+
+static const CliOption run_opts[] = {
+    {"jobs", "N", "train N runs at a time (default 1), each on nproc/N threads (run.threads) when N > 1"},
+    {"threads", "T", "run.threads of every run instead (the CPU's rounding depends on it)"},
+    {"backend", "NAME", "auto|cpu|cuda for every run (default: run.backend)"},
+};
+static const CliSpec run_spec = {
+    "sweep run",
+    "Train the runs of a sweep file on this machine, N at a time, each with its output in\n"
+    "OUT/NAME.log and a progress line per running run every minute. Complete runs are kept,\n"
+    "interrupted ones continue from their checkpoint; a run log made with another config stops\n"
+    "the sweep before anything is trained. Writes OUT/sweep.runs for `grpolab summary OUT`.",
+    "FILE [--jobs N] [--threads T] [--backend NAME]", run_opts, 3, 1, "FILE"};
+
+// The last "train step" line of a run's output, shortened (or "starting").
+static void last_progress(const char *log, char *out, size_t len) {
+    snprintf(out, len, "starting (step-0 evaluation)");
+    FILE *f = fopen(log, "rb");
+    if (!f) return;
+    char buf[8192];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *line = NULL;
+    for (char *p = strstr(buf, "train step"); p; p = strstr(p + 1, "train step")) line = p;
+    if (!line) return;
+    line[strcspn(line, "\n")] = '\0';
+    char *clip = strstr(line, "  clip");  // step, reward and lengths; then the ETA
+    char *eta = strstr(line, "ETA");
+    if (clip) *clip = '\0';
+    snprintf(out, len, "%s%s%s", line, eta ? ", " : "", eta ? eta : "");
+}
+
+// SIGINT or SIGTERM to `sweep run`: its runs are stopped too (they would go on unattended
+// otherwise) and a later `sweep run` continues them from their checkpoints.
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+static int sweep_run(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_args(&run_spec, argc, argv, &a, 1);
+    if (rc >= 0) return rc;
+    int jobs = 1, threads = 0;
+    const char *js = cli_get(&run_spec, &a, "jobs"), *ts = cli_get(&run_spec, &a, "threads");
+    if ((js && parse_count("jobs", js, 1, 1024, &jobs) != 0) ||
+        (ts && parse_count("threads", ts, 1, 4096, &threads) != 0))
+        return 2;
+    if (!ts && jobs > 1) {
+        long np = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = np / jobs >= 1 ? (int)(np / jobs) : 1;
+    }
+    const char *backend = cli_get(&run_spec, &a, "backend");
+    RunState *states = NULL;
+    Sweep *s = load_checked(a.positional[0], &states);
+    if (!s) return 2;
+    char err[2048];
+    if (sweep_write_manifest(s, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab sweep: error: %s\n", err);
+        free(states);
+        sweep_free(s);
+        return 1;
+    }
+    double t0 = wall_time();
+    int n_todo = 0;
+    for (int i = 0; i < s->n_runs; i++) n_todo += states[i] != RUN_COMPLETE;
+    printf("sweep run '%s': %d runs, %d to train (%d kept), %d at a time%s%.0d%s; output in %s/NAME.log\n",
+           s->name, s->n_runs, n_todo, s->n_runs - n_todo, jobs, threads ? ", run.threads=" : "",
+           threads, "", s->out);
+    fflush(stdout);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    pid_t *pid_of = xcalloc((size_t)s->n_runs, sizeof *pid_of);  // 0: not running
+    double *start = xcalloc((size_t)s->n_runs, sizeof *start);
+    int next = 0, running = 0, failed = 0, done = 0;
+    double last_report = t0;
+    while (next < s->n_runs || running > 0) {
+        if (stop_signal) {
+            printf("[%5.0fs] %s: stopping the %d running run%s; `grpolab sweep run` again continues them "
+                   "from their checkpoints\n", wall_time() - t0, strsignal(stop_signal), running,
+                   running == 1 ? "" : "s");
+            fflush(stdout);
+            for (int i = 0; i < s->n_runs; i++)
+                if (pid_of[i]) kill(pid_of[i], SIGTERM);
+            while (running > 0 && wait(NULL) > 0) running--;
+            failed = -1;
+            break;
+        }
+        while (running < jobs && next < s->n_runs) {
+            int i = next++;
+            char name[1024];
+            sweep_run_name(s, i, name, sizeof name);
+            if (states[i] == RUN_COMPLETE) {
+                printf("[%5.0fs] %s is complete: kept\n", wall_time() - t0, name);
+                continue;
+            }
+            int n;
+            char **av = train_argv(s, i, states[i], threads, backend, &n);
+            char *log = xasprintf("%s/%s.log", s->out, name);
+            fflush(stdout);
+            pid_t pid = fork();
+            if (pid < 0) die("fork: %s", strerror(errno));
+            if (pid == 0) {
+                int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+                if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+                    fprintf(stderr, "grpolab sweep: cannot write '%s': %s\n", log, strerror(errno));
+                    _exit(127);
+                }
+                close(fd);
+                exec_self(av);
+                fprintf(stderr, "grpolab sweep: cannot run '%s': %s\n", av[0], strerror(errno));
+                _exit(127);
+            }
+            printf("[%5.0fs] training %s (%d/%d, %s) -> %s/%s.h5, output in %s\n", wall_time() - t0, name,
+                   i + 1, s->n_runs, STATE_NAME[states[i]], s->out, name, log);
+            fflush(stdout);
+            pid_of[i] = pid;
+            start[i] = wall_time();
+            running++;
+            free(log);
+            sweep_free_sets(av, n);
+        }
+        if (running == 0) break;
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid < 0 && errno != EINTR) die("waitpid: %s", strerror(errno));
+        if (pid <= 0) {
+            sleep(1);
+            if (wall_time() - last_report >= 60) {
+                last_report = wall_time();
+                for (int i = 0; i < s->n_runs; i++) {
+                    if (!pid_of[i]) continue;
+                    char name[1024], line[512];
+                    sweep_run_name(s, i, name, sizeof name);
+                    char *log = xasprintf("%s/%s.log", s->out, name);
+                    last_progress(log, line, sizeof line);
+                    free(log);
+                    printf("[%5.0fs]   %s: %s\n", wall_time() - t0, name, line);
+                }
+                fflush(stdout);
+            }
+            continue;
+        }
+        for (int i = 0; i < s->n_runs; i++) {
+            if (pid_of[i] != pid) continue;
+            char name[1024];
+            sweep_run_name(s, i, name, sizeof name);
+            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            if (ok) {
+                printf("[%5.0fs] %s done (%.0f s)\n", wall_time() - t0, name, wall_time() - start[i]);
+                done++;
+            } else {
+                printf("[%5.0fs] %s FAILED (%s %d): see %s/%s.log\n", wall_time() - t0, name,
+                       WIFEXITED(status) ? "exit" : "signal",
+                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), s->out, name);
+                failed++;
+            }
+            fflush(stdout);
+            pid_of[i] = 0;
+            running--;
+        }
+    }
+    if (failed >= 0)
+        printf("sweep run '%s': %d trained, %d kept, %d failed in %.0f s; `grpolab summary %s` for the table\n",
+               s->name, done, s->n_runs - n_todo, failed, wall_time() - t0, s->out);
+    free(pid_of);
+    free(start);
+    free(states);
+    sweep_free(s);
+    return failed < 0 ? 128 + (int)stop_signal : failed ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- task
+
+static const CliOption task_opts[] = {
+    {"threads", "T", "run.threads of the run (default: the config's)"},
+    {"backend", "NAME", "auto|cpu|cuda (default: run.backend)"},
+};
+static const CliSpec task_spec = {
+    "sweep task",
+    "Train run INDEX of a sweep file (one task of the job array of `grpolab sweep slurm`): kept\n"
+    "if complete, continued from its checkpoint if interrupted, refused if its log was made with\n"
+    "another config; else trained. The training's output goes to this command's output.",
+    "FILE INDEX [--threads T] [--backend NAME]", task_opts, 2, 2, "FILE INDEX"};
+
+static int sweep_task(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_args(&task_spec, argc, argv, &a, 2);
+    if (rc >= 0) return rc;
+    int threads = 0, index;
+    const char *ts = cli_get(&task_spec, &a, "threads");
+    if (ts && parse_count("threads", ts, 1, 4096, &threads) != 0) return 2;
+    char err[2048];
+    Sweep *s = sweep_load(a.positional[0], err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "grpolab sweep: error: %s\n", err);
+        return 2;
+    }
+    char *end;
+    long ix = strtol(a.positional[1], &end, 10);
+    if (!*a.positional[1] || *end || ix < 0 || ix >= s->n_runs) {
+        fprintf(stderr, "grpolab sweep task: error: INDEX '%s': expected a run of %s, 0 to %d\n",
+                a.positional[1], s->path, s->n_runs - 1);
+        sweep_free(s);
+        return 2;
+    }
+    index = (int)ix;
+    char name[1024];
+    Config *c = NULL;
+    if (sweep_run_name(s, index, name, sizeof name) != 0 || !(c = sweep_run_config(s, index, err, sizeof err))) {
+        fprintf(stderr, "grpolab sweep: error: %s\n", c ? "the run's name is too long" : err);
+        sweep_free(s);
+        return 2;
+    }
+    RunState st = run_state(s, index, c, err, sizeof err);
+    config_free(c);
+    char *path = sweep_run_path(s, index);
+    printf("sweep task %d/%d of '%s': %s -> %s: %s\n", index, s->n_runs, s->name, name, path, STATE_NAME[st]);
+    fflush(stdout);
+    free(path);
+    if (st == RUN_REFUSED) {
+        fprintf(stderr, "grpolab sweep: error: %s\n", err);
+        sweep_free(s);
+        return 1;
+    }
+    if (st == RUN_COMPLETE) {
+        sweep_free(s);
+        return 0;
+    }
+    if (sweep_make_out_dir(s, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab sweep: error: %s\n", err);
+        sweep_free(s);
+        return 1;
+    }
+    int n;
+    char **av = train_argv(s, index, st, threads, cli_get(&task_spec, &a, "backend"), &n);
+    sweep_free(s);
+    exec_self(av);
+    fprintf(stderr, "grpolab sweep: error: cannot run '%s': %s\n", av[0], strerror(errno));
+    sweep_free_sets(av, n);
+    return 1;
+}
+
+// ---------------------------------------------------------------- slurm
+
+static const CliOption slurm_opts[] = {
+    {"partition", "NAME", "#SBATCH --partition (default: [slurm] partition; none: the cluster's default)"},
+    {"account", "NAME", "#SBATCH --account (default: [slurm] account)"},
+    {"time", "LIMIT", "#SBATCH --time per task, e.g. 02:00:00 (default: [slurm] time)"},
+    {"cpus", "N", "#SBATCH --cpus-per-task, also each run's run.threads (default: [slurm] cpus, 1)"},
+    {"gpus", "N", "#SBATCH --gres=gpu:N per task (default: [slurm] gpus, 0)"},
+    {"mem", "SIZE", "#SBATCH --mem per task, e.g. 8G (default: [slurm] mem)"},
+    {"max-parallel", "N", "at most N tasks at a time (--array=...%N; default: [slurm] max_parallel, no limit)"},
+    {"signal", "SECS", "SIGTERM to the training SECS before the time limit, to checkpoint (#SBATCH "
+                       "--signal=B:TERM@SECS; default: [slurm] signal, 300; 0: none)"},
+    {"requeue", NULL, "#SBATCH --requeue: Slurm may requeue a preempted task (the default; [slurm] requeue)"},
+    {"no-requeue", NULL, "#SBATCH --no-requeue instead"},
+    {"script", "FILE", "the batch script to write (default: OUT/sweep.sbatch)"},
+    {"submit", NULL, "submit it with sbatch and print the job id"},
+};
+static const CliSpec slurm_spec = {
+    "sweep slurm",
+    "Write an sbatch script for a Slurm job array with one task per run of a sweep file: task i\n"
+    "runs `grpolab sweep task FILE i` (resumable: a complete run is kept, an interrupted one\n"
+    "continues from its checkpoint), its output in OUT/logs/task-i.log. The training gets SIGTERM\n"
+    "before the time limit (--signal) or at preemption and saves a checkpoint; a requeued or\n"
+    "resubmitted task goes on from it. The binary, FILE and this directory are named by\n"
+    "absolute path: the nodes must see them (a shared file system). Options come from the\n"
+    "sweep file's [slurm] section; the flags override it.",
+    "FILE [--partition NAME] [--account NAME] [--time LIMIT] [--cpus N] [--gpus N] [--mem SIZE]\n"
+    "       [--max-parallel N] [--signal SECS] [--requeue | --no-requeue] [--script FILE] [--submit]",
+    slurm_opts, 12, 1, "FILE"};
+
+// An absolute version of path (malloc'd): realpath where it exists, else cwd/path.
+static char *absolute(const char *path) {
+    char *r = realpath(path, NULL);
+    if (r) return r;
+    if (path[0] == '/') return xstrdup(path);
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) die("getcwd: %s", strerror(errno));
+    char *p = xasprintf("%s/%s", cwd, path);
+    free(cwd);
+    return p;
+}
+
+// [slurm] overridden by the flags (strings malloc'd; free with free_slurm_options); -1 after
+// printing an error.
+static int slurm_options(const Sweep *s, const CliArgs *a, SweepSlurm *o) {
+    *o = s->slurm;
+    o->partition = s->slurm.partition ? xstrdup(s->slurm.partition) : NULL;
+    o->account = s->slurm.account ? xstrdup(s->slurm.account) : NULL;
+    o->time = s->slurm.time ? xstrdup(s->slurm.time) : NULL;
+    o->mem = s->slurm.mem ? xstrdup(s->slurm.mem) : NULL;
+    if (cli_flag(&slurm_spec, a, "requeue") && cli_flag(&slurm_spec, a, "no-requeue")) {
+        fprintf(stderr, "grpolab sweep slurm: error: --requeue and --no-requeue: give one\n");
+        return -1;
+    }
+    if (cli_flag(&slurm_spec, a, "requeue")) o->requeue = 1;
+    if (cli_flag(&slurm_spec, a, "no-requeue")) o->requeue = 0;
+    // the flags go through the sweep file's own checks: one [slurm] line of text each
+    static const char *const keys[][2] = {{"partition", "partition"}, {"account", "account"},
+                                          {"time", "time"}, {"cpus", "cpus"}, {"gpus", "gpus"},
+                                          {"mem", "mem"}, {"max-parallel", "max_parallel"},
+                                          {"signal", "signal"}};
+    enum { N_KEYS = sizeof keys / sizeof keys[0] };
+    for (size_t k = 0; k < N_KEYS; k++) {
+        const char *v = cli_get(&slurm_spec, a, keys[k][0]);
+        if (!v) continue;
+        if (strpbrk(v, "\n\r#;")) {
+            fprintf(stderr, "grpolab sweep slurm: error: --%s '%s': expected one word, without a line "
+                    "break, '#' or ';'\n", keys[k][0], v);
+            return -1;
+        }
+        char err[1024];
+        char *text = xasprintf("[sweep]\nconfig = -\nout = -\n[grid]\nrun.seed = 1\n[slurm]\n%s = %s\n",
+                               keys[k][1], v);
+        Sweep *f = sweep_load_text(text, "the command line", err, sizeof err);
+        free(text);
+        if (!f) {
+            fprintf(stderr, "grpolab sweep slurm: error: %s\n", err);
+            return -1;
+        }
+        char **str = k == 0 ? &o->partition : k == 1 ? &o->account : k == 2 ? &o->time : k == 5 ? &o->mem : NULL;
+        const char *got = k == 0 ? f->slurm.partition : k == 1 ? f->slurm.account : k == 2 ? f->slurm.time
+                                                                : k == 5 ? f->slurm.mem : NULL;
+        if (str) {
+            free(*str);
+            *str = xstrdup(got);
+        }
+        if (k == 3) o->cpus = f->slurm.cpus;
+        if (k == 4) o->gpus = f->slurm.gpus;
+        if (k == 6) o->max_parallel = f->slurm.max_parallel;
+        if (k == 7) o->signal_secs = f->slurm.signal_secs;
+        sweep_free(f);
+    }
+    return 0;
+}
+
+static void free_slurm_options(SweepSlurm *o) {
+    free(o->partition);
+    free(o->account);
+    free(o->time);
+    free(o->mem);
+}
+
+// v as one argument of an #SBATCH line (malloc'd), or NULL with a message: sbatch reads those
+// lines itself, not through a shell, with its own quoting ("..." and \X, '#' starting a
+// comment); what is not a plain word is written in double quotes with \" for '"'. pattern: v
+// is a file name pattern, where '%' is written '%%'. A line break or other control character
+// but a tab, or a backslash (which turns the pattern off), cannot be written there.
+static char *sbatch_word(const char *what, const char *v, int pattern, char *err, size_t errlen) {
+    size_t n = 3, plain = 1;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f || *p == '\\') {
+            set_err(err, errlen, "%s '%s' holds a %s: an #SBATCH line cannot name it (move the sweep's "
+                    "out directory to a path without one)", what, v,
+                    *p == '\\' ? "backslash" : *p == '\n' ? "line break" : "control character");
+            return NULL;
+        }
+        plain &= isalnum(*p) || strchr("._+-/,:=@~", *p) != NULL;
+        n += *p == '"' || *p == '%' ? 2 : 1;
+    }
+    if (plain) return xstrdup(v);
+    char *q = xmalloc(n), *o = q;
+    *o++ = '"';
+    for (const char *p = v; *p; p++) {
+        if (*p == '"') *o++ = '\\';
+        if (*p == '%' && pattern) *o++ = '%';
+        *o++ = *p;
+    }
+    *o++ = '"';
+    *o = '\0';
+    return q;
+}
+
+// Text for a comment line of the script: control characters (a line break would end the
+// comment) as '?'. Malloc'd.
+static char *comment_text(const char *v) {
+    char *c = xstrdup(v);
+    for (char *p = c; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return c;
+}
+
+static int write_sbatch(const Sweep *s, const SweepSlurm *o, const char *script, char *err, size_t errlen) {
+    char *out = absolute(s->out), *file = absolute(s->path), *cwd = getcwd(NULL, 0);
+    if (!cwd) die("getcwd: %s", strerror(errno));
+    char *outq = NULL, *name = xstrdup(s->name);
+    for (char *p = name; *p; p++)  // a label: [A-Za-z0-9._+-]
+        if (!isalnum((unsigned char)*p) && !strchr("._+-", *p)) *p = '-';
+    // OUT/logs/task-%a.log, %a the task's index (an sbatch pattern): OUT's own '%' are doubled
+    char *outdir = xasprintf("%s/logs/", out);
+    char *dirq = sbatch_word("the out directory", outdir, 1, err, errlen);
+    if (dirq) {
+        size_t k = strlen(dirq);
+        outq = dirq[0] == '"' ? xasprintf("%.*stask-%%a.log\"", (int)(k - 1), dirq)
+                              : xasprintf("%stask-%%a.log", dirq);
+    }
+    free(dirq);
+    free(outdir);
+    FILE *f = outq ? fopen(script, "w") : NULL;
+    if (outq && !f) set_err(err, errlen, "cannot write '%s': %s", script, strerror(errno));
+    int bad = !f;
+    if (f) {
+        char *cname = comment_text(s->name), *cfile = comment_text(file);
+        fprintf(f, "#!/bin/bash\n"
+                   "# grpolab sweep '%s' (%s) as a Slurm job array: task i trains run i of the sweep\n"
+                   "# (`grpolab sweep plan` lists them); written by `grpolab sweep slurm`. A task that\n"
+                   "# is run again (requeued, or the array submitted again) keeps a complete run and\n"
+                   "# continues an interrupted one from its checkpoint. The training is this shell\n"
+                   "# (exec), so Slurm's SIGTERM (--signal, preemption, scancel, scontrol requeue)\n"
+                   "# reaches it and it saves a checkpoint before it exits.\n",
+                cname, cfile);
+        free(cname);
+        free(cfile);
+        fprintf(f, "#SBATCH --job-name=grpolab-%s\n", name);
+        fprintf(f, "#SBATCH --array=0-%d", s->n_runs - 1);
+        if (o->max_parallel > 0) fprintf(f, "%%%d", o->max_parallel);
+        fprintf(f, "\n#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=%d\n", o->cpus);
+        fprintf(f, "#SBATCH --output=%s\n#SBATCH --open-mode=append\n", outq);
+        fprintf(f, "#SBATCH --%s\n", o->requeue ? "requeue" : "no-requeue");
+        if (o->signal_secs > 0) fprintf(f, "#SBATCH --signal=B:TERM@%d\n", o->signal_secs);
+        if (o->partition) fprintf(f, "#SBATCH --partition=%s\n", o->partition);
+        if (o->account) fprintf(f, "#SBATCH --account=%s\n", o->account);
+        if (o->time) fprintf(f, "#SBATCH --time=%s\n", o->time);
+        if (o->mem) fprintf(f, "#SBATCH --mem=%s\n", o->mem);
+        if (o->gpus > 0) fprintf(f, "#SBATCH --gres=gpu:%d\n", o->gpus);
+        // every value below is one single-quoted shell word: nothing in it is run
+        char *qcwd = shell_quote(cwd), *qexe = shell_quote(self_exe()), *qfile = shell_quote(file);
+        fprintf(f, "set -eu\ncd %s\nexec %s sweep task %s \"$SLURM_ARRAY_TASK_ID\" --threads %d\n", qcwd, qexe,
+                qfile, o->cpus);
+        free(qcwd);
+        free(qexe);
+        free(qfile);
+        bad = ferror(f);
+        bad |= fclose(f) != 0;
+        if (bad) set_err(err, errlen, "cannot write '%s'", script);
+        else chmod(script, 0755);
+    }
+    free(out);
+    free(file);
+    free(cwd);
+    free(outq);
+    free(name);
+    return bad ? -1 : 0;
+}
+
+// OUT/slurm.jobs: the ids of the job arrays submitted for this sweep, one a line (`sweep
+// status` asks squeue about them).
+#define SLURM_JOBS "slurm.jobs"
+
+static int sweep_slurm(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_args(&slurm_spec, argc, argv, &a, 1);
+    if (rc >= 0) return rc;
+    RunState *states = NULL;
+    Sweep *s = load_checked(a.positional[0], &states);
+    if (!s) return 2;
+    free(states);
+    SweepSlurm o;
+    char err[2048];
+    if (slurm_options(s, &a, &o) != 0) {
+        free_slurm_options(&o);
+        sweep_free(s);
+        return 2;
+    }
+    const char *given = cli_get(&slurm_spec, &a, "script");
+    char *script = given ? xstrdup(given) : xasprintf("%s/sweep.sbatch", s->out);
+    char *logs = xasprintf("%s/logs", s->out);
+    rc = sweep_write_manifest(s, err, sizeof err);
+    if (rc == 0 && mkdir(logs, 0777) != 0 && errno != EEXIST)
+        rc = set_err(err, sizeof err, "cannot create '%s': %s", logs, strerror(errno));
+    if (rc == 0) rc = write_sbatch(s, &o, script, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "grpolab sweep slurm: error: %s\n", err);
+        rc = 1;
+    }
+    if (rc == 0) {
+        printf("sweep slurm: wrote %s: a job array of %d task%s (%d CPU%s, %d GPU%s each), logs %s/task-<i>.log\n",
+               script, s->n_runs, s->n_runs == 1 ? "" : "s", o.cpus, o.cpus == 1 ? "" : "s", o.gpus,
+               o.gpus == 1 ? "" : "s", logs);
+    }
+    if (rc == 0 && cli_flag(&slurm_spec, &a, "submit")) {
+        char *q = shell_quote(script), *cmd = xasprintf("sbatch --parsable %s", q);
+        free(q);
+        fflush(stdout);
+        FILE *p = popen(cmd, "r");
+        char id[256] = "";
+        if (p && !fgets(id, sizeof id, p)) id[0] = '\0';
+        int st = p ? pclose(p) : -1;
+        id[strcspn(id, ";\n")] = '\0';  // --parsable: "JOBID" or "JOBID;CLUSTER"
+        if (st != 0 || !id[0]) {
+            fprintf(stderr, "grpolab sweep slurm: error: `%s` failed (%s): the script is written; submit it by "
+                    "hand where Slurm runs\n", cmd, st == -1 ? strerror(errno)
+                    : WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "no sbatch on PATH" : "see its message above");
+            rc = 1;
+        } else {
+            printf("sweep slurm: submitted job %s (tasks %s_0 .. %s_%d); squeue -j %s to watch, "
+                   "`grpolab sweep status %s` for the runs\n", id, id, id, s->n_runs - 1, id, s->path);
+            char *jobs = xasprintf("%s/%s", s->out, SLURM_JOBS);
+            FILE *jf = fopen(jobs, "a");
+            int bad = !jf || fprintf(jf, "%s\n", id) < 0;
+            if ((jf && fclose(jf) != 0) || bad)
+                fprintf(stderr, "grpolab sweep slurm: warning: cannot record job %s in '%s': `sweep status` "
+                        "will not ask Slurm about it\n", id, jobs);
+            free(jobs);
+        }
+        free(cmd);
+    }
+    free_slurm_options(&o);
+    free(script);
+    free(logs);
+    sweep_free(s);
+    return rc;
+}
+
+// ---------------------------------------------------------------- status
+
+static const CliSpec status_spec = {
+    "sweep status",
+    "The state of every run of a sweep file, trained here (`sweep run`) or by Slurm (`sweep\n"
+    "slurm`): done; running (a process here holds its log's lock, or squeue says the array\n"
+    "task runs); queued (squeue: pending); resumable (stopped, with the step of its checkpoint;\n"
+    "a `sweep run` or a resubmitted array goes on from there); failed (the last error line of\n"
+    "its output, OUT/NAME.log or OUT/logs/task-i.log); refused (made with another config);\n"
+    "new. Exit 0 when every run is done, 1 when one failed or is refused, 3 otherwise.",
+    "FILE", NULL, 0, 1, "FILE"};
+
+// The Slurm state of each run ("RUNNING", "PENDING", ...; NULL: not in the queue) from squeue,
+// for the job arrays OUT/slurm.jobs lists. 0, or -1 where the file lists jobs but squeue
+// cannot be asked (then every state is NULL).
+static int slurm_states(const Sweep *s, char **state, char **job) {
+    char *jobs = xasprintf("%s/%s", s->out, SLURM_JOBS);
+    FILE *f = fopen(jobs, "r");
+    free(jobs);
+    if (!f) return 0;
+    char id[64];
+    int rc = 0;
+    while (fgets(id, sizeof id, f)) {  // later arrays override earlier ones
+        id[strcspn(id, "\n")] = '\0';
+        if (!*id || strspn(id, "0123456789") != strlen(id)) continue;
+        char *cmd = xasprintf("squeue -h -r -j %s -o '%%F %%K %%T' 2>/dev/null", id);
+        FILE *p = popen(cmd, "r");
+        free(cmd);
+        char line[256];
+        int any = 0;
+        while (p && fgets(line, sizeof line, p)) {
+            char array[64], st[64];
+            int task;
+            if (sscanf(line, "%63s %d %63s", array, &task, st) != 3 || task < 0 || task >= s->n_runs) continue;
+            free(state[task]);
+            free(job[task]);
+            state[task] = xstrdup(st);
+            job[task] = xasprintf("%s_%d", array, task);
+            any = 1;
+        }
+        int ps = p ? pclose(p) : -1;
+        // squeue answers 1 for a job that has left the queue; 127: no squeue
+        if (!any && (ps == -1 || (WIFEXITED(ps) && WEXITSTATUS(ps) == 127))) rc = -1;
+    }
+    fclose(f);
+    return rc;
+}
+
+// The output of run i's last attempt: the newer of OUT/NAME.log (`sweep run`) and
+// OUT/logs/task-i.log (`sweep slurm`), malloc'd, or NULL if neither exists.
+static char *run_output(const Sweep *s, int i, const char *name) {
+    char *a = xasprintf("%s/%s.log", s->out, name), *b = xasprintf("%s/logs/task-%d.log", s->out, i);
+    struct stat sa, sb;
+    int ha = stat(a, &sa) == 0, hb = stat(b, &sb) == 0;
+    char *pick = ha && (!hb || sa.st_mtime >= sb.st_mtime) ? a : hb ? b : NULL;
+    if (pick != a) free(a);
+    if (pick != b) free(b);
+    return pick;
+}
+
+// The last line with "error:" of the output's last attempt (after its last "sweep task" line:
+// a task log gathers every attempt of the task) into line; 0 if there is none.
+static int last_error(const char *output, char *line, size_t len) {
+    FILE *f = output ? fopen(output, "r") : NULL;
+    if (!f) return 0;
+    char buf[1024];
+    int found = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\n")] = '\0';
+        if (strncmp(buf, "sweep task ", 11) == 0) found = 0;
+        if (strstr(buf, "error:") && !strstr(buf, "slurmstepd")) {  // Slurm's own: a kill, not a failure
+            snprintf(line, len, "%s", buf);
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int sweep_status(int argc, char **argv) {
+    CliArgs a;
+    int rc = parse_args(&status_spec, argc, argv, &a, 1);
+    if (rc >= 0) return rc;
+    Sweep *s = load_checked(a.positional[0], NULL);
+    if (!s) return 2;
+    char **sl_state = xcalloc((size_t)s->n_runs, sizeof *sl_state);
+    char **sl_job = xcalloc((size_t)s->n_runs, sizeof *sl_job);
+    int no_squeue = slurm_states(s, sl_state, sl_job) != 0;
+    enum { DONE, RUNNING, QUEUED, RESUMABLE, FAILED, REFUSED, NEW, N_KINDS };
+    static const char *const KIND[] = {"done", "running", "queued", "resumable", "failed", "refused", "new"};
+    int count[N_KINDS] = {0};
+    char *lines = NULL;
+    size_t lines_len = 0;
+    FILE *mem = open_memstream(&lines, &lines_len);
+    if (!mem) die("open_memstream: %s", strerror(errno));
+    for (int i = 0; i < s->n_runs; i++) {
+        char name[1024], msg[2048];
+        sweep_run_name(s, i, name, sizeof name);
+        char *path = sweep_run_path(s, i), *output = run_output(s, i, name), *detail = NULL;
+        Config *c = sweep_run_config(s, i, msg, sizeof msg);  // resolved by sweep_check
+        RunState st = run_state(s, i, c, msg, sizeof msg);
+        long long steps = (long long)config_int(c, "train.steps");
+        config_free(c);
+        long pid = out_writer(path);
+        const char *sq = sl_state[i];
+        int kind;
+        if (pid || (sq && !strcmp(sq, "RUNNING"))) {
+            kind = RUNNING;
+            char progress[512] = "no output yet", by[160] = "";
+            if (output) last_progress(output, progress, sizeof progress);
+            if (pid) snprintf(by, sizeof by, " (pid %ld)", pid);
+            else snprintf(by, sizeof by, " (Slurm task %s)", sl_job[i]);
+            detail = xasprintf("%s%s", progress, by);
+        } else if (sq && st != RUN_COMPLETE) {
+            kind = QUEUED;
+            detail = xasprintf("Slurm task %s is %s", sl_job[i], sq);
+        } else if (st == RUN_REFUSED) {
+            kind = REFUSED;
+            detail = xstrdup(msg);
+        } else if (st == RUN_COMPLETE) {
+            kind = DONE;
+            detail = xasprintf("%lld of %lld steps", steps, steps);
+        } else {
+            char *where = NULL;
+            if (st == RUN_RESUME) {
+                char *ckpt = path_with_suffix(path, RESUME_CKPT_SUFFIX), e[512];
+                int64_t at = -1;
+                where = checkpoint_read_meta(ckpt, NULL, NULL, NULL, NULL, &at, NULL, e, sizeof e) == 0
+                            ? xasprintf("checkpoint at step %lld of %lld", (long long)at, steps)
+                            : xasprintf("its checkpoint cannot be read: %s", e);
+                free(ckpt);
+            } else if (st == RUN_EXTEND) {
+                where = xasprintf("complete; train.steps raised: extends %s", msg);
+            } else if (st == RUN_RESTART) {
+                where = xasprintf("no checkpoint yet: starts again at step 0 of %lld", steps);
+            } else {
+                where = xstrdup("");
+            }
+            char err_line[1024];
+            if (st != RUN_EXTEND && last_error(output, err_line, sizeof err_line)) {
+                kind = FAILED;
+                detail = xasprintf("%s (%s)%s%s", err_line, output, where[0] ? "; " : "", where);
+            } else {
+                kind = st == RUN_NEW ? NEW : RESUMABLE;
+                detail = xstrdup(where);
+            }
+            free(where);
+        }
+        count[kind]++;
+        fprintf(mem, "%4d  %-32s %-9s  %s\n", i, name, KIND[kind], detail);
+        free(detail);
+        free(path);
+        free(output);
+    }
+    fclose(mem);
+    printf("sweep '%s' (%s): %d run%s:", s->name, s->path, s->n_runs, s->n_runs == 1 ? "" : "s");
+    for (int k = 0, first = 1; k < N_KINDS; k++)
+        if (count[k]) printf("%s %d %s", first ? "" : ",", count[k], KIND[k]), first = 0;
+    printf("\n%s", lines);
+    if (no_squeue)
+        printf("note: %s/%s lists Slurm jobs but squeue cannot be asked here: Slurm's running and queued "
+               "tasks are not shown\n", s->out, SLURM_JOBS);
+    free(lines);
+    for (int i = 0; i < s->n_runs; i++) free(sl_state[i]), free(sl_job[i]);
+    free(sl_state);
+    free(sl_job);
+    int all_done = count[DONE] == s->n_runs;
+    sweep_free(s);
+    fflush(stdout);
+    return count[FAILED] || count[REFUSED] ? 1 : all_done ? 0 : 3;
+}
+
+// ---------------------------------------------------------------- dispatch
+
+int cmd_sweep(int argc, char **argv) {
+    static const struct {
+        const char *name, *summary;
+        int (*run)(int, char **);
+    } subs[] = {
+        {"plan", "list the runs, their names, --set lines and the state of their logs", sweep_plan},
+        {"run", "train the runs here, N at a time (--jobs N)", sweep_run},
+        {"slurm", "write (and --submit) an sbatch script for a job array, one task per run", sweep_slurm},
+        {"task", "train one run of the sweep (a task of the job array)", sweep_task},
+        {"status", "the state of each run: done, running, queued, resumable, failed, new", sweep_status},
+    };
+    const char *sub = argc >= 2 ? argv[1] : NULL;
+    for (size_t i = 0; sub && i < sizeof subs / sizeof subs[0]; i++)
+        if (strcmp(sub, subs[i].name) == 0) return subs[i].run(argc - 1, argv + 1);
+    int help = sub && (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0);
+    FILE *f = help ? stdout : stderr;
+    if (sub && !help) fprintf(f, "grpolab sweep: error: unknown subcommand '%s'\n", sub);
+    fprintf(f, "usage: grpolab sweep <subcommand> FILE [options]   (grpolab sweep <subcommand> --help)\n\n"
+               "A sweep file names a base config, a grid of settings and an output directory\n"
+               "(docs/scaling.md); each combination of the grid is one `grpolab train` run.\n\n");
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) fprintf(f, "  %-6s %s\n", subs[i].name, subs[i].summary);
+    return help ? 0 : 2;
+}
