@@ -17,10 +17,10 @@
 #   base.h5                   the QUICK pretraining of `make reproduce-fig5 QUICK=1`
 #                             (experiments/base/pretrain.ini with repro_paths' PRETRAIN_SET,
 #                             scripts/reproduce-common.sh)
-#   fig5_{grpo,dr_grpo}_s1234.h5 (+ .ckpt.h5, .ckpt.log.h5)
+#   fig5_{grpo,dr_grpo}_s1234.h5 (+ .ckpt.h5)
 #                             the QUICK fig5 pair from base.h5: experiments/fig5/grpo.ini with
 #                             repro_quick_train_set's TRAIN_SET, run.seed 1234
-#   preset_NAME.h5 (+ .ckpt.h5, .ckpt.log.h5)
+#   preset_NAME.h5 (+ .ckpt.h5)
 #                             five steps of every preset of `grpolab objective --list` from
 #                             base.h5 with the QUICK settings, a greedy eval at steps 0 and 5
 #                             and a checkpoint at step 5
@@ -31,7 +31,7 @@
 # What compare does not compare, and why (everything else must be equal, bit for bit):
 #   datasets   /train/rollout_seconds, /train/update_seconds
 #                the wall-time columns of the train log (src/sim/io/logschema.c, "wall time")
-#   root attributes (of every file: run logs, their copies, checkpoints and base.h5)
+#   root attributes (of every file: run logs, checkpoints and base.h5)
 #     grpolab_commit, grpolab_version   the binary that wrote the file
 #     start_time                        when the run started (clock time)
 #     run_id                            a run's id is drawn from the clock, pid and host
@@ -74,15 +74,12 @@ cmd_make() {
   local one=(--set run.threads=1) t0 s obj p rc=0 fail=0 running=0
   t0=$(date +%s)
   local pre=(--config "$ROOT/experiments/base/pretrain.ini" "${PRETRAIN_SET[@]}" "${one[@]}")
-  if [ -f base.h5 ] && "$bin" config --print "${pre[@]}" --against-model base.h5 > /dev/null 2>&1; then
-    echo "refset: pretrain base.h5: kept (made by an earlier make of this set)"
-  else
-    s=$(date +%s)
-    # --resume: a pretraining an earlier make left goes on from its checkpoint
-    "$bin" pretrain "${pre[@]}" --out base.h5 --backend cpu --resume > logs/base.out 2>&1 ||
-      { echo "refset: pretrain base.h5 failed (see $dir/logs/base.out)" >&2; exit 1; }
-    echo "refset: pretrain base.h5 ($(( $(date +%s) - s )) s)"
-  fi
+  s=$(date +%s)
+  # --resume keeps a base.h5 an earlier make finished (pretrained with this config) and goes
+  # on from the checkpoint of one it left
+  "$bin" pretrain "${pre[@]}" --out base.h5 --backend cpu --resume > logs/base.out 2>&1 ||
+    { echo "refset: pretrain base.h5 failed (see $dir/logs/base.out)" >&2; exit 1; }
+  echo "refset: pretrain base.h5 ($(( $(date +%s) - s )) s)"
   # run NAME SETTINGS...: train NAME.h5 from base.h5 in the background, JOBS at a time; a run
   # that an earlier make finished (its name in DIR/done) is kept
   run() {
