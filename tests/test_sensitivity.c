@@ -204,13 +204,14 @@ static void test_map_numbers(void **state) {
         NEAR(row[0], vi, 0);
         NEAR(row[1], vi, 0);
         NEAR(row[2], 3, 0);  // seed pairs
-        // eval ratio over the pairs: mean and t interval of LEN_I(grpo) / LEN_I(dr_grpo)
-        double ratio[3], mean, half;
-        for (int k = 1; k <= 3; k++) ratio[k - 1] = LEN_I(vi, 1, k) / LEN_I(vi, 0, k);
-        t_ci(ratio, 3, &mean, &half);
-        NEAR(row[3], mean, 1e-5 * mean);
-        NEAR(row[4], mean - half, 1e-5 * mean);
-        NEAR(row[5], mean + half, 1e-5 * mean);
+        // eval ratio over the pairs, check 1's: exp of the mean and t interval of the log ratios
+        // log(LEN_I(grpo) / LEN_I(dr_grpo))
+        double lr[3], mean, half;
+        for (int k = 1; k <= 3; k++) lr[k - 1] = log(LEN_I(vi, 1, k) / LEN_I(vi, 0, k));
+        t_ci(lr, 3, &mean, &half);
+        NEAR(row[3], exp(mean), 1e-5 * exp(mean));
+        NEAR(row[4], exp(mean - half), 1e-5 * exp(mean));
+        NEAR(row[5], exp(mean + half), 1e-5 * exp(mean));
         // slopes of the seed-mean incorrect length (exactly linear: no CI width), per 100 steps
         for (int g = 1; g >= 0; g--) {
             double b = (SLOPE(vi, g, 1) + SLOPE(vi, g, 2) + SLOPE(vi, g, 3)) / 3 * 100;
@@ -251,11 +252,11 @@ static void test_map_numbers(void **state) {
     fclose(f);
     text[len] = 0;
     assert_non_null(strstr(text, "## Along corpus.p_recover"));
-    double ratio[3], mean, half;
-    for (int k = 1; k <= 3; k++) ratio[k - 1] = LEN_I(1, 1, k) / LEN_I(1, 0, k);
-    t_ci(ratio, 3, &mean, &half);
+    double lr[3], mean, half;
+    for (int k = 1; k <= 3; k++) lr[k - 1] = log(LEN_I(1, 1, k) / LEN_I(1, 0, k));
+    t_ci(lr, 3, &mean, &half);
     char want[128];
-    snprintf(want, sizeof want, "| 1 | 3 | %.2f (%.2f..%.2f) |", mean, mean - half, mean + half);
+    snprintf(want, sizeof want, "| 1 | 3 | %.2f (%.2f..%.2f) |", exp(mean), exp(mean - half), exp(mean + half));
     if (!strstr(text, want)) fail_msg("'%s' not in the table:\n%s", want, text);
     assert_non_null(strstr(text, "| 0 | 0.250 | 80.0 | 0.667 | 40 | 0.000 |"));
     assert_non_null(strstr(text, "| 1 | - | - | - | 40 | 0.250 |"));
