@@ -426,7 +426,8 @@ static void test_eval_signal_and_resume(void **state) {
 // ---------------------------------------------------------------- train's periodic eval
 // A train run whose evaluations take most of its time (100 questions of each benchmark),
 // stopped by SIGTERM once step 1 is logged, in the evaluation at step 2: it stops there,
-// checkpoints, and --resume runs the evaluation again, to the uninterrupted run's log.
+// checkpoints and keeps the responses done beside the checkpoint (RESUME_EVAL_SUFFIX), and
+// --resume goes on with the evaluation after them, to the uninterrupted run's log.
 static void train_eval_args(char *buf, size_t len, const char *out, const char *extra) {
     snprintf(buf, len, "train --set train.init=%s --set run.backend=cpu --set run.seed=11 "
              "--set run.threads=1 --set train.prompts_per_step=2 --set train.group_size=4 "
@@ -456,9 +457,24 @@ static void test_train_eval_stopped(void **state) {
         assert_int_equal(rc, 143);
         assert_non_null(said);  // the evaluation at step 2 was the one stopped
         assert_non_null(strstr(said, "at step 2"));
+        assert_non_null(strstr(said, "kept in"));
+        char kept[200];
+        snprintf(kept, sizeof kept, "%s%s", out, RESUME_EVAL_SUFFIX);
+        int64_t done = rows(kept, "responses/index");
+        char *step = attr(kept, "step"), *complete = attr(kept, "complete");
+        printf("  %lld responses kept in %s (step %s, complete %s)\n", (long long)done, kept, step, complete);
+        assert_true(done > 0 && done < 5 * 100);
+        assert_string_equal(step, "2");
+        assert_string_equal(complete, "0");
+        free(step);
+        free(complete);
         train_eval_args(args, sizeof args, out, "--resume");
         rc = tu_run_cli(args, msg, sizeof msg);
         if (rc != 0) fail_msg("--resume: exit %d: %s", rc, msg);
+        char want[96];
+        snprintf(want, sizeof want, "evaluation at step 2 goes on after its %lld responses", (long long)done);
+        if (!strstr(msg, want)) fail_msg("--resume did not say '%s': %s", want, msg);
+        assert_false(exists(kept));  // removed once the evaluation ended
     }
     free(err);
     assert_same_logs(full, out);

@@ -25,8 +25,13 @@ void resume_fingerprint(Model *m, char hex[17]);
 //                      run ends. A writer killed mid-flush can leave <log> itself unreadable;
 //                      --resume goes on from this copy, which holds every step the
 //                      checkpoint has.
+//   <log>.ckpt.eval.h5 the periodic evaluation at the checkpoint's step, stopped by a signal:
+//                      the responses done (eval_write_partial, with the step and run_id of
+//                      the run); --resume's evaluation at that step goes on from them. Removed
+//                      when that evaluation ends; one of another step or run is not used.
 #define RESUME_CKPT_SUFFIX ".ckpt.h5"
 #define RESUME_LOG_COPY_SUFFIX ".ckpt.log.h5"
+#define RESUME_EVAL_SUFFIX ".ckpt.eval.h5"
 
 // The file that holds a run's log as --resume sees it: the copy beside log_path where one
 // exists (the log itself may be torn), written into buf (len bytes), else log_path.

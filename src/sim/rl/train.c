@@ -19,6 +19,7 @@
 #include "evaluate.h"
 #include "../io/h5util.h"
 #include "../io/interrupt.h"
+#include "../io/runlog.h"
 #include "resume.h"
 #include "rollout.h"
 #include "setup.h"
@@ -152,6 +153,7 @@ typedef struct {
     const char *out_path;
     char ckpt_path[4096];
     char copy_path[4096]; // the log as of the checkpoint (resume.h RESUME_LOG_COPY_SUFFIX)
+    char eval_path[4096]; // a stopped evaluation's responses (resume.h RESUME_EVAL_SUFFIX)
     int64_t start_step; // steps done before this call (a resumed run's checkpoint)
     ResumePoint rp;     // with resume: where the run goes on from
     char run_id[40];    // the log's run_id, stored in its checkpoints
@@ -171,10 +173,11 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
     t->opt = setup_adamw(cfg);
     // the companions' names whole, or the run is refused: a cut name would be another file
     if ((size_t)snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s%s", out_path, RESUME_CKPT_SUFFIX) >= sizeof t->ckpt_path ||
-        (size_t)snprintf(t->copy_path, sizeof t->copy_path, "%s%s", out_path, RESUME_LOG_COPY_SUFFIX) >= sizeof t->copy_path) {
+        (size_t)snprintf(t->copy_path, sizeof t->copy_path, "%s%s", out_path, RESUME_LOG_COPY_SUFFIX) >= sizeof t->copy_path ||
+        (size_t)snprintf(t->eval_path, sizeof t->eval_path, "%s%s", out_path, RESUME_EVAL_SUFFIX) >= sizeof t->eval_path) {
         set_err(err, errlen, "run log '%.64s...' (%zu characters): too long a path for its checkpoint "
                 "beside it (at most %zu characters)", out_path, strlen(out_path),
-                sizeof t->copy_path - sizeof RESUME_LOG_COPY_SUFFIX);
+                sizeof t->eval_path - sizeof RESUME_EVAL_SUFFIX);
         return 2;
     }
     if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
@@ -257,8 +260,8 @@ static int remove_companions(const Trainer *t, char *err, size_t errlen) {
     char tmp[4200], copy_tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", t->ckpt_path);
     snprintf(copy_tmp, sizeof copy_tmp, "%s.tmp", t->copy_path);
-    const char *files[] = {t->ckpt_path, tmp, t->copy_path, copy_tmp};
-    for (int i = 0; i < 4; i++) {
+    const char *files[] = {t->ckpt_path, tmp, t->copy_path, copy_tmp, t->eval_path};
+    for (int i = 0; i < 5; i++) {
         if (unlink(files[i]) == 0) {
             fprintf(stderr, "train: removed %s (of the run this log replaces)\n", files[i]);
         } else if (errno != ENOENT) {
@@ -324,6 +327,7 @@ static int trainer_close(Trainer *t, int rc) {
         if (rc == 0) rc = 1;
     }
     if (had_log && (rc == 0 || empty)) unlink(t->copy_path);
+    if (empty) unlink(t->eval_path);  // an evaluation at step 0 of a run that never began
     if (empty && unlink(t->out_path) == 0)
         fprintf(stderr, "train: removed %s: the run stopped before its first step\n", t->out_path);
     free(t->params);
@@ -339,19 +343,61 @@ static int eval_interrupted(void *ctx, const EvalRecord *records, int n_records)
     return interrupt_pending() != 0;
 }
 
-// The greedy evaluation at step, logged; one stopped by a signal is not logged (the run's
-// checkpoint is then of the steps before it, and --resume runs it again).
-static int train_eval(Trainer *t, int step, char *err, size_t errlen) {
+// The responses of the evaluation at step that a stopped run kept (t->eval_path) into recs
+// (cap rows): their count, or 0 where there is none, or it is of another step or run, or it
+// does not fit ec (said on stderr; the evaluation then runs from its start).
+static int eval_kept(const Trainer *t, const EvalConfig *ec, int step, EvalRecord *recs, int cap) {
+    if (access(t->eval_path, F_OK) != 0) return 0;
+    char msg[1024];
+    RunLogReader *rd = runlog_reader_open(t->eval_path, msg, sizeof msg);
+    char *at = rd ? runlog_read_attr_str(rd, "step", msg, sizeof msg) : NULL;
+    char *id = at ? runlog_read_attr_str(rd, "run_id", msg, sizeof msg) : NULL;
+    int ours = id && strtoll(at, NULL, 10) == step && strcmp(id, t->run_id) == 0, n = 0;
+    if (rd) runlog_reader_close(rd);
+    if (ours && eval_read_partial(t->eval_path, ec, recs, cap, &n, msg, sizeof msg) != 0) ours = 0;
+    if (!ours)
+        fprintf(stderr, "train: %s not used (%s): the evaluation at step %d runs from its start\n", t->eval_path,
+                id ? (strcmp(id, t->run_id) != 0 ? "of another run" : at && strtoll(at, NULL, 10) != step ?
+                      "of another step" : msg) : msg, step);
+    else fprintf(stderr, "train: the evaluation at step %d goes on after its %d responses kept in %s\n", step, n,
+                 t->eval_path);
+    free(at);
+    free(id);
+    return ours ? n : 0;
+}
+
+// The greedy evaluation at step, logged. One stopped by a signal keeps its responses in
+// t->eval_path for --resume (the run's checkpoint is then of the steps before it), and one
+// that a stopped run kept goes on from them: the same responses as one run whole.
+static int train_eval(Trainer *t, const Config *cfg, int step, char *err, size_t errlen) {
     EvalResult res;
     EvalConfig ec = t->ec;
+    char fp[17];
+    resume_fingerprint(t->m, fp);
+    char *config_text = config_to_ini(cfg);
     ec.after_batch = eval_interrupted;
-    evaluate_benchmarks(t->m, t->tk, &ec, &res, NULL, NULL);
+    ec.source_run = t->out_path, ec.source_step = step, ec.source_run_id = t->run_id;
+    ec.config_text = config_text, ec.model_fingerprint = fp;
+    int cap = eval_num_responses(&ec), n = 0, rc = 0;
+    EvalRecord *recs = xcalloc((size_t)cap + 1, sizeof *recs);
+    ec.resume_from = eval_kept(t, &ec, step, recs, cap);
+    evaluate_benchmarks(t->m, t->tk, &ec, &res, recs, &n);
     if (res.stopped) {
-        fprintf(stderr, "train: the evaluation at step %d was stopped by the signal; --resume runs "
-                "it again\n", step);
-        return 0;
+        char msg[1024];
+        if (eval_write_partial(t->eval_path, t->out_path, &ec, recs, n, msg, sizeof msg) == 0)
+            fprintf(stderr, "train: the evaluation at step %d was stopped by the signal after %d of %d responses, "
+                    "kept in %s; --resume goes on with it\n", step, n, cap, t->eval_path);
+        else
+            fprintf(stderr, "train: the evaluation at step %d was stopped by the signal; its responses could not "
+                    "be kept (%s): --resume runs it again\n", step, msg);
+    } else {
+        if (unlink(t->eval_path) != 0 && errno != ENOENT)
+            fprintf(stderr, "train: warning: cannot remove %s: %s\n", t->eval_path, strerror(errno));
+        rc = trainlog_write_eval(t->rl, step, &res, err, errlen) == 0 ? 0 : 1;
     }
-    return trainlog_write_eval(t->rl, step, &res, err, errlen) == 0 ? 0 : 1;
+    free(recs);
+    free(config_text);
+    return rc;
 }
 
 // The step's loss and grad norm (summed over its updates: one NaN makes the sum NaN) and the
@@ -515,7 +561,7 @@ static int train_loop(Trainer *t, const Config *cfg, TrainStats *stats) {
     int step = (int)t->start_step;
     for (; step <= S->steps && rc == 0; step++) {
         if (S->eval_every > 0 && (step % S->eval_every == 0 || step == S->steps))
-            rc = agree(dist_rank() == 0 ? train_eval(t, step, err, sizeof err) : 0, err);
+            rc = agree(dist_rank() == 0 ? train_eval(t, cfg, step, err, sizeof err) : 0, err);
         interrupt_set(dist_max_int(interrupt_pending()));  // a signal to one rank stops them all
         if (rc || step == S->steps || interrupt_pending()) break;
         TrainRow row;
