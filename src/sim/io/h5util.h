@@ -1,4 +1,4 @@
-// h5util.h: the HDF5 helpers shared by checkpoint.c and runlog.c: quiet error handling that
+// h5util.h: the HDF5 helpers shared by checkpoint.c and the run log (runlog_*.c): quiet error handling that
 // turns a failed call into HDF5's own innermost message, closing any id, checks on paths, and
 // the rules every command that writes a file follows (docs/cli.md, "Failure behaviour"):
 //   - an output is claimed before it is written (out_claim): two processes never write the

@@ -1,10 +1,7 @@
-// runlog.c: the HDF5 run log (layout and contract in runlog.h).
-//
-// HDF5's automatic error printing is switched off inside every public function; every failed
-// call becomes one message naming the file, the table or dataset and HDF5's own innermost
-// error. All HDF5 ids a function opens for itself are closed at its single cleanup label; the
-// ids a RunLog keeps (file, groups, datasets) are closed by runlog_close.
-#include "runlog.h"
+// runlog_write.c: the HDF5 run log's writer: create, declare, append, flush, resume, keep a
+// copy (layout and contract in runlog.h; shared with the reader and conventions:
+// runlog_internal.h).
+#include "runlog_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,22 +20,6 @@
 #include "../../common.h"
 
 // ---------------------------------------------------------------- HDF5 helpers
-// The file format: HDF5 1.10 (superblock 3, needed for SWMR), readable by every HDF5 >= 1.10.
-static hid_t make_fapl(void) {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) return -1;
-#if H5_VERSION_GE(1, 10, 2)
-    H5F_libver_t v110 = H5F_LIBVER_V110;
-#else
-    H5F_libver_t v110 = H5F_LIBVER_LATEST;
-#endif
-    if (H5Pset_libver_bounds(fapl, v110, v110) < 0) {
-        H5Pclose(fapl);
-        return -1;
-    }
-    return fapl;
-}
-
 // A variable-length UTF-8 string type (caller closes it).
 static hid_t vstr_type(void) {
     hid_t t = H5Tcopy(H5T_C_S1);
@@ -69,146 +50,6 @@ static herr_t write_str_attr(hid_t obj, const char *name, const char *value) {
     herr_t r = write_attr(obj, name, t, t, &value);
     H5Tclose(t);
     return r;
-}
-
-// Reads the scalar attribute name of obj as a malloc'd string (numbers as decimal text).
-// Returns 1 if read, 0 if absent, -1 on error (message in err; who: "run log '<path>'").
-static int read_attr_text(const char *path, hid_t obj, const char *name, char **out, char *err,
-                          size_t errlen) {
-    char msg[H5MSG_LEN];
-    int ret = -1;
-    hid_t a = -1, ft = -1, mt = -1, sp = -1;
-    htri_t ex = H5Aexists(obj, name);
-    if (ex < 0) goto h5fail;
-    if (ex == 0) return 0;
-    if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0 || (ft = H5Aget_type(a)) < 0 ||
-        (sp = H5Aget_space(a)) < 0)
-        goto h5fail;
-    H5T_class_t cls = H5Tget_class(ft);
-    hssize_t count = H5Sget_simple_extent_npoints(sp);
-    if (count != 1 || (cls != H5T_STRING && cls != H5T_INTEGER && cls != H5T_FLOAT)) {
-        set_err(err, errlen, "run log '%s': root attribute '%s' is not a single string or number (found %lld %s values)",
-                path, name, (long long)count, class_name(cls));
-        goto done;
-    }
-    char num[64];
-    if (cls == H5T_INTEGER) {
-        long long v;
-        if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0) goto h5fail;
-        snprintf(num, sizeof num, "%lld", v);
-        *out = xstrdup(num);
-    } else if (cls == H5T_FLOAT) {
-        double v;
-        if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) goto h5fail;
-        snprintf(num, sizeof num, "%.17g", v);
-        *out = xstrdup(num);
-    } else if (H5Tis_variable_str(ft) > 0) {
-        char *raw = NULL;
-        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
-            H5Tset_cset(mt, H5Tget_cset(ft)) < 0 || H5Aread(a, mt, &raw) < 0)
-            goto h5fail;
-        *out = xstrdup(raw ? raw : "");
-        vlen_reclaim(mt, sp, &raw);
-    } else {  // fixed length: ends at its first NUL or its size
-        size_t size = H5Tget_size(ft);
-        if ((double)size > h5_file_bytes(obj)) {
-            set_err(err, errlen, "run log '%s': root attribute '%s' claims a %zu-byte string, more than "
-                    "the file holds (corrupt?)", path, name, size);
-            goto done;
-        }
-        char *fixed = xcalloc(size + 1, 1);
-        if (H5Aread(a, ft, fixed) < 0) {
-            free(fixed);
-            goto h5fail;
-        }
-        *out = fixed;
-    }
-    ret = 1;
-    goto done;
-h5fail:
-    set_err(err, errlen, "run log '%s': cannot read root attribute '%s' (HDF5: %s)", path, name,
-            h5_msg(msg));
-done:
-    h5_close(mt);
-    h5_close(sp);
-    h5_close(ft);
-    h5_close(a);
-    return ret;
-}
-
-// The names of the links in group loc as a malloc'd array of *n malloc'd strings (by name).
-static int list_links(hid_t loc, char ***names, int *n) {
-    H5G_info_t info;
-    *names = NULL;
-    *n = 0;
-    if (H5Gget_info(loc, &info) < 0 || info.nlinks > INT_MAX) return -1;
-    char **v = xcalloc(info.nlinks, sizeof *v);
-    for (hsize_t i = 0; i < info.nlinks; i++) {
-        ssize_t len = H5Lget_name_by_idx(loc, ".", H5_INDEX_NAME, H5_ITER_INC, i, NULL, 0, H5P_DEFAULT);
-        if (len < 0) {
-            for (hsize_t k = 0; k < i; k++) free(v[k]);
-            free(v);
-            return -1;
-        }
-        v[i] = xmalloc((size_t)len + 1);
-        H5Lget_name_by_idx(loc, ".", H5_INDEX_NAME, H5_ITER_INC, i, v[i], (size_t)len + 1, H5P_DEFAULT);
-    }
-    *names = v;
-    *n = (int)info.nlinks;
-    return 0;
-}
-
-static void free_names(char **names, int n) {
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
-}
-
-// "a, b, c" (or "none") of the link names in loc, into buf.
-static const char *link_list(hid_t loc, char *buf, size_t len) {
-    char **names;
-    int n;
-    if (list_links(loc, &names, &n) != 0) return snprintf(buf, len, "unknown"), buf;
-    size_t k = (size_t)snprintf(buf, len, "%s", n ? "" : "none");
-    for (int i = 0; i < n && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", names[i]);
-    free_names(names, n);
-    return buf;
-}
-
-// ---------------------------------------------------------------- column types
-static hid_t file_type(ColType t) {
-    switch (t) {
-    case COL_I32: return H5T_STD_I32LE;
-    case COL_I64: return H5T_STD_I64LE;
-    case COL_F32: return H5T_IEEE_F32LE;
-    default: return H5T_IEEE_F64LE;
-    }
-}
-static hid_t mem_type(ColType t) {
-    switch (t) {
-    case COL_I32: return H5T_NATIVE_INT32;
-    case COL_I64: return H5T_NATIVE_INT64;
-    case COL_F32: return H5T_NATIVE_FLOAT;
-    default: return H5T_NATIVE_DOUBLE;
-    }
-}
-static size_t type_size(ColType t) { return t == COL_I32 || t == COL_F32 ? 4 : 8; }
-static const char *type_name(ColType t) {
-    static const char *names[] = {"int32", "int64", "float32", "float64"};
-    return (unsigned)t < 4 ? names[t] : "invalid";
-}
-
-// The ColType of a stored dataset type; -1 if it is none of them (a name for it in what).
-static int col_type_of(hid_t ft, char *what, size_t len) {
-    H5T_class_t c = H5Tget_class(ft);
-    size_t size = H5Tget_size(ft);
-    if (c == H5T_INTEGER && H5Tget_sign(ft) == H5T_SGN_2 && (size == 4 || size == 8))
-        return size == 4 ? COL_I32 : COL_I64;
-    if (c == H5T_FLOAT && (size == 4 || size == 8)) return size == 4 ? COL_F32 : COL_F64;
-    snprintf(what, len, "%s%s of %zu bytes",
-             c == H5T_INTEGER && H5Tget_sign(ft) != H5T_SGN_2 ? "unsigned " : "", class_name(c),
-             size);
-    return -1;
 }
 
 // ---------------------------------------------------------------- the writer
@@ -336,7 +177,7 @@ static RunLog *create_impl(const char *path, int overwrite, char *err, size_t er
         free(part);
         goto fail;
     }
-    if ((fapl = make_fapl()) < 0 || (f = H5Fcreate(part, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
+    if ((fapl = runlog_make_fapl()) < 0 || (f = H5Fcreate(part, H5F_ACC_EXCL, H5P_DEFAULT, fapl)) < 0) {
         set_err(err, errlen, "cannot create run log '%s' (HDF5: %s)", path, h5_msg(msg));
         free(part);
         goto fail;
@@ -482,7 +323,7 @@ static int create_table(RunLog *rl, const char *table, const ColumnSpec *cols, i
         col->dset = -1;
         t.n_cols = c + 1;
         snprintf(what, sizeof what, "dataset /%s/%s", table, cols[c].name);
-        col->dset = H5Dcreate2(g, cols[c].name, file_type(cols[c].type), space, H5P_DEFAULT, dcpl,
+        col->dset = H5Dcreate2(g, cols[c].name, runlog_file_type(cols[c].type), space, H5P_DEFAULT, dcpl,
                                H5P_DEFAULT);
         if (col->dset < 0 || write_attr(col->dset, "doc", str_t, str_t, &cols[c].doc) < 0)
             goto h5fail;
@@ -519,8 +360,8 @@ static int match_table(RunLog *rl, Table *t, const ColumnSpec *cols, int n_cols,
                            rl->path, t->name, cols[c].name);
         if (t->cols[k].type != cols[c].type)
             return set_err(err, errlen, "cannot resume run log '%s': column /%s/%s is %s in the file, this run logs %s",
-                           rl->path, t->name, cols[c].name, type_name(t->cols[k].type),
-                           type_name(cols[c].type));
+                           rl->path, t->name, cols[c].name, runlog_type_name(t->cols[k].type),
+                           runlog_type_name(cols[c].type));
     }
     if (t->n_cols != n_cols) {  // names are unique on both sides: some file column is not declared
         for (int k = 0; k < t->n_cols; k++) {
@@ -573,7 +414,7 @@ const TableColumn *runlog_spec_column(const TableSpec *spec, const char *name) {
 
 // Bytes a column takes in a row of layout (its value, or its pointer).
 static size_t slot_size(RowLayout layout, ColType t) {
-    return layout == ROW_POINTERS ? sizeof(void *) : type_size(t);
+    return layout == ROW_POINTERS ? sizeof(void *) : runlog_type_size(t);
 }
 
 // Checks spec's row layout: every column's slot inside the row, aligned, no two overlapping
@@ -646,7 +487,7 @@ static int write_rows(RunLog *rl, Table *t, int64_t n, const void *const *data, 
         hid_t fspace = -1;
         if (H5Dset_extent(col->dset, &len) < 0 || (fspace = H5Dget_space(col->dset)) < 0 ||
             H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-            H5Dwrite(col->dset, mem_type(col->type), mspace, fspace, H5P_DEFAULT, data[c]) < 0) {
+            H5Dwrite(col->dset, runlog_mem_type(col->type), mspace, fspace, H5P_DEFAULT, data[c]) < 0) {
             set_err(err, errlen, "run log '%s': cannot write %lld rows to /%s/%s (HDF5: %s)",
                     rl->path, (long long)n, t->name, col->name, h5_msg(msg));
             h5_close(fspace);
@@ -702,13 +543,13 @@ static int append_impl(RunLog *rl, const char *table, int64_t n, const void *con
         if (cap > t->max_buf) cap = t->max_buf;
         for (int c = 0; c < t->n_cols; c++) {
             Column *col = &t->cols[c];
-            col->buf = realloc(col->buf, (size_t)cap * type_size(col->type));
+            col->buf = realloc(col->buf, (size_t)cap * runlog_type_size(col->type));
             if (!col->buf) die("out of memory buffering %lld rows of /%s/%s", (long long)cap, t->name, col->name);
         }
         t->cap = cap;
     }
     for (int c = 0; c < t->n_cols; c++) {
-        size_t sz = type_size(t->cols[c].type);
+        size_t sz = runlog_type_size(t->cols[c].type);
         memcpy(t->cols[c].buf + (size_t)t->n_buf * sz, data[c], (size_t)n * sz);
     }
     t->n_buf += n;
@@ -744,11 +585,11 @@ static int append_spec(RunLog *rl, const TableSpec *spec, RowLayout layout, int6
             data[c] = *(const void *const *)((const char *)src + spec->cols[c].offset);
     } else {  // gather each column's values out of the n structs
         size_t total = 0;
-        for (int c = 0; c < spec->n_cols; c++) total += type_size(spec->cols[c].spec.type);
+        for (int c = 0; c < spec->n_cols; c++) total += runlog_type_size(spec->cols[c].spec.type);
         gathered = xmalloc(total * (size_t)n);
         char *dst = gathered;
         for (int c = 0; c < spec->n_cols; c++) {
-            size_t sz = type_size(spec->cols[c].spec.type);
+            size_t sz = runlog_type_size(spec->cols[c].spec.type);
             const char *from = (const char *)src + spec->cols[c].offset;
             for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * sz, from + (size_t)i * spec->row_size, sz);
             data[c] = dst;
@@ -864,61 +705,6 @@ int runlog_start_swmr(RunLog *rl, char *err, size_t errlen) {
 }
 
 // ---------------------------------------------------------------- opening existing logs
-// Checks path before HDF5 sees it: exists, not a directory, readable, HDF5. who: "run log" or
-// "cannot resume run log".
-static int check_file(const char *path, const char *who, char *err, size_t errlen) {
-    struct stat st;
-    if (!path || !path[0]) return set_err(err, errlen, "%s: empty path", who);
-    if (stat(path, &st) != 0)
-        return set_err(err, errlen, "%s '%s': %s", who, path,
-                       errno == ENOENT ? "file does not exist" : strerror(errno));
-    if (S_ISDIR(st.st_mode)) return set_err(err, errlen, "%s '%s': it is a directory", who, path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return set_err(err, errlen, "%s '%s': %s", who, path, strerror(errno));
-    fclose(f);
-    if (H5Fis_hdf5(path) <= 0)
-        return set_err(err, errlen, "%s '%s': not an HDF5 file (or truncated/corrupt)", who, path);
-    char why[256];
-    if (h5_check_global_heaps(path, why, sizeof why) != 0)
-        return set_err(err, errlen, "%s '%s' is corrupt (%s)", who, path, why);
-    return 0;
-}
-
-// Checks the root attributes format and format_version of an open file.
-static int check_format(const char *path, hid_t f, char *err, size_t errlen) {
-    char *format = NULL, *version = NULL, *writer = NULL;
-    int ret = -1;
-    int r = read_attr_text(path, f, "format", &format, err, errlen);
-    if (r < 0) goto done;
-    if (r == 0 || strcmp(format, RUNLOG_FORMAT) != 0) {
-        set_err(err, errlen, "'%s' is not a grpolab run log (root attribute 'format' %s%s%s; expected \"%s\")",
-                path, r == 0 ? "is missing" : "is \"", r == 0 ? "" : format, r == 0 ? "" : "\"",
-                RUNLOG_FORMAT);
-        goto done;
-    }
-    r = read_attr_text(path, f, "format_version", &version, err, errlen);
-    if (r < 0) goto done;
-    if (r == 0) {
-        set_err(err, errlen, "run log '%s' has no root attribute 'format_version' (expected %d)",
-                path, RUNLOG_FORMAT_VERSION);
-        goto done;
-    }
-    if (strtoll(version, NULL, 10) != RUNLOG_FORMAT_VERSION || strchr(version, '.')) {
-        char by[96] = "";
-        if (read_attr_text(path, f, "grpolab_version", &writer, NULL, 0) == 1)
-            snprintf(by, sizeof by, " (written by grpolab %s)", writer);
-        set_err(err, errlen, "run log '%s' has format_version %s%s, this grpolab (%s) reads version %d "
-                "(use a matching grpolab)", path, version, by, GRPOLAB_VERSION, RUNLOG_FORMAT_VERSION);
-        goto done;
-    }
-    ret = 0;
-done:
-    free(format);
-    free(version);
-    free(writer);
-    return ret;
-}
-
 // Reads one key value (row i of integer dataset d) as int64.
 static herr_t read_key(hid_t d, hsize_t i, int64_t *v) {
     hsize_t one = 1;
@@ -951,7 +737,7 @@ static int read_table(RunLog *rl, const char *name, const char *key_col, int64_t
                 rl->path, name);
         return -1;
     }
-    if (list_links(t->group, &names, &n) != 0) {
+    if (runlog_list_links(t->group, &names, &n) != 0) {
         set_err(err, errlen, "cannot resume run log '%s': cannot list table /%s (HDF5: %s)",
                 rl->path, name, h5_msg(msg));
         return -1;
@@ -980,7 +766,7 @@ static int read_table(RunLog *rl, const char *name, const char *key_col, int64_t
                     rl->path, name, col->name, rank);
             goto done;
         }
-        int type = col_type_of(ft, what, sizeof what);
+        int type = runlog_col_type_of(ft, what, sizeof what);
         if (type < 0) {
             set_err(err, errlen, "cannot resume run log '%s': column /%s/%s holds %s (expected int32, int64, float32 or float64)",
                     rl->path, name, col->name, what);
@@ -1001,7 +787,7 @@ static int read_table(RunLog *rl, const char *name, const char *key_col, int64_t
     }
     if (t->cols[key].type != COL_I32 && t->cols[key].type != COL_I64) {
         set_err(err, errlen, "cannot resume run log '%s': key column /%s/%s is %s, expected an integer column",
-                rl->path, name, key_col, type_name(t->cols[key].type));
+                rl->path, name, key_col, runlog_type_name(t->cols[key].type));
         goto done;
     }
     // first row with key >= keep_below among the rows every column has (a writer that died
@@ -1030,7 +816,7 @@ h5fail:
     set_err(err, errlen, "cannot resume run log '%s': cannot open column /%s/%s (HDF5: %s)",
             rl->path, name, t->cols[t->n_cols - 1].name, h5_msg(msg));
 done:
-    free_names(names, n);
+    runlog_free_names(names, n);
     h5_close(sp);
     h5_close(ft);
     return ret;
@@ -1047,8 +833,8 @@ static int writer_gone(const char *path, char *who, size_t len) {
     if (f < 0) return 0;
     char *host = NULL, *pid_s = NULL, me[256] = "";
     int gone = 0;
-    if (read_attr_text(path, f, "writer_host", &host, NULL, 0) == 1 &&
-        read_attr_text(path, f, "writer_pid", &pid_s, NULL, 0) == 1) {
+    if (runlog_read_attr_text(path, f, "writer_host", &host, NULL, 0) == 1 &&
+        runlog_read_attr_text(path, f, "writer_pid", &pid_s, NULL, 0) == 1) {
         long long pid = strtoll(pid_s, NULL, 10);
         snprintf(who, len, "pid %lld on host %s", pid, host);
         gethostname(me, sizeof me - 1);
@@ -1066,7 +852,7 @@ static int writer_gone(const char *path, char *who, size_t len) {
 // Opens path for writing; takes over a file left marked "open for writing" by a dead writer.
 static hid_t open_rdwr(const char *path, char *err, size_t errlen) {
     char msg[H5MSG_LEN], who[320];
-    hid_t fapl = make_fapl(), f = -1;
+    hid_t fapl = runlog_make_fapl(), f = -1;
     if (fapl < 0) {
         set_err(err, errlen, "cannot resume run log '%s': file access properties (HDF5: %s)", path,
                 h5_msg(msg));
@@ -1101,7 +887,7 @@ static int finish_copy(const char *tmp, void *arg, char *err, size_t errlen) {
     const char *dst = arg;
     char msg[H5MSG_LEN];
     hbool_t clear = 1;
-    hid_t fapl = make_fapl(), f = -1;
+    hid_t fapl = runlog_make_fapl(), f = -1;
     if (fapl < 0 || H5Pset(fapl, "clear_status_flags", &clear) < 0 ||
         (f = H5Fopen(tmp, H5F_ACC_RDWR, fapl)) < 0) {
         set_err(err, errlen, "cannot copy run log to '%s': the copy '%s' does not open (HDF5: %s)",
@@ -1110,7 +896,7 @@ static int finish_copy(const char *tmp, void *arg, char *err, size_t errlen) {
         return -1;
     }
     H5Pclose(fapl);
-    int r = check_format(dst, f, err, errlen);
+    int r = runlog_check_format(dst, f, err, errlen);
     if (H5Fclose(f) < 0 && r == 0)
         r = set_err(err, errlen, "cannot copy run log to '%s': cannot close the copy '%s' (HDF5: %s)",
                     dst, tmp, h5_msg(msg));
@@ -1134,7 +920,7 @@ static RunLog *resume_impl(const char *path, const char *key_col, int64_t keep_b
     char msg[H5MSG_LEN];
     if (!key_col || !key_col[0])
         return set_err(err, errlen, "cannot resume run log '%s': empty key column name", path ? path : ""), NULL;
-    if (check_file(path, "cannot resume run log", err, errlen) != 0) return NULL;
+    if (runlog_check_file(path, "cannot resume run log", err, errlen) != 0) return NULL;
     hid_t f = open_rdwr(path, err, errlen);  // refuses a log a live writer has open
     if (f < 0) return NULL;
     if (out_claim("cannot resume run log", path, err, errlen) != 0) {  // and one being created
@@ -1150,8 +936,8 @@ static RunLog *resume_impl(const char *path, const char *key_col, int64_t keep_b
     rl->deflate_ok = deflate_available();
     char **names = NULL;
     int n = 0;
-    if (check_format(path, f, err, errlen) != 0) goto fail;
-    if (list_links(f, &names, &n) != 0) {
+    if (runlog_check_format(path, f, err, errlen) != 0) goto fail;
+    if (runlog_list_links(f, &names, &n) != 0) {
         set_err(err, errlen, "cannot resume run log '%s': cannot list its tables (HDF5: %s)", path,
                 h5_msg(msg));
         goto fail;
@@ -1161,10 +947,10 @@ static RunLog *resume_impl(const char *path, const char *key_col, int64_t keep_b
         rl->n_tables = i + 1;
         if (read_table(rl, names[i], key_col, keep_below, &rl->tables[i], err, errlen) != 0) goto fail;
     }
-    free_names(names, n);
+    runlog_free_names(names, n);
     return rl;
 fail:
-    free_names(names, n);
+    runlog_free_names(names, n);
     runlog_free(rl);
     return NULL;
 }
@@ -1175,400 +961,4 @@ RunLog *runlog_open_resume(const char *path, const char *key_col, int64_t keep_b
     RunLog *rl = resume_impl(path, key_col, keep_below, err, errlen);
     h5_loud(q);
     return rl;
-}
-
-// ---------------------------------------------------------------- the reader
-struct RunLogReader {
-    char *path;
-    hid_t file;
-    int swmr;  // opened for SWMR reading: datasets are refreshed before reading
-};
-
-static RunLogReader *reader_open_impl(const char *path, char *err, size_t errlen) {
-    char msg[H5MSG_LEN];
-    if (check_file(path, "run log", err, errlen) != 0) return NULL;
-    // A finished log opens plainly. Only a log marked as being written (a live SWMR writer, or
-    // one that died) is read with SWMR, whose retries of failed checksums are bounded
-    // (h5_swmr_read_fapl): on a corrupt file nobody writes they would sleep for minutes.
-    int swmr = 0;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0 && h5_stack_has("already open for write")) {
-        hid_t fapl = h5_swmr_read_fapl();
-        swmr = 1;
-        f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-        h5_close(fapl);
-    }
-    if (f < 0) {
-        int locked = h5_stack_has("unable to lock"), marked = h5_stack_has("already open for write");
-        h5_msg(msg);
-        if (locked)
-            set_err(err, errlen, "cannot open run log '%s': a process is writing it and has not started SWMR yet (HDF5: %s)",
-                    path, msg);
-        else if (marked)
-            set_err(err, errlen, "cannot open run log '%s': it is marked as being written without SWMR (its writer is still "
-                    "setting up, or died before runlog_start_swmr; if no process writes it any more, `h5clear -s '%s'` clears the mark)",
-                    path, path);
-        else
-            set_err(err, errlen, "cannot open run log '%s': truncated or corrupt (HDF5: %s)", path, msg);
-        return NULL;
-    }
-    if (check_format(path, f, err, errlen) != 0) {
-        H5Fclose(f);
-        return NULL;
-    }
-    RunLogReader *rd = xcalloc(1, sizeof *rd);
-    rd->path = xstrdup(path);
-    rd->file = f;
-    rd->swmr = swmr;
-    return rd;
-}
-
-RunLogReader *runlog_reader_open(const char *path, char *err, size_t errlen) {
-    H5Quiet q = h5_quiet();
-    RunLogReader *rd = reader_open_impl(path, err, errlen);
-    h5_loud(q);
-    return rd;
-}
-
-int runlog_reader_close(RunLogReader *rd) {
-    if (!rd) return 0;
-    H5Quiet q = h5_quiet();
-    int r = h5_close(rd->file);
-    h5_loud(q);
-    free(rd->path);
-    free(rd);
-    return r;
-}
-
-// Opens object "a/b/c" (leading '/' allowed) of rd's file. Returns its id, or -1 with the
-// missing part described in err ("has no table '/a' (tables: ...)").
-static hid_t open_object(const RunLogReader *rd, const char *name, char *err, size_t errlen) {
-    char msg[H5MSG_LEN], list[512];
-    while (*name == '/') name++;
-    if (!name[0]) return set_err(err, errlen, "run log '%s': empty dataset name", rd->path);
-    char *p = xstrdup(name);  // split in place; name still holds the whole path for messages
-    char *part = p;
-    hid_t loc = -1, obj = -1;
-    if ((loc = H5Gopen2(rd->file, "/", H5P_DEFAULT)) < 0) goto h5fail;
-    for (;;) {
-        char *slash = strchr(part, '/');
-        if (slash) *slash = '\0';
-        htri_t ex = part[0] ? H5Lexists(loc, part, H5P_DEFAULT) : 0;
-        if (ex < 0) goto h5fail;
-        if (ex == 0) {
-            if (part == p)
-                set_err(err, errlen, "run log '%s' has no table '/%s' (tables: %s)", rd->path, part,
-                        link_list(loc, list, sizeof list));
-            else
-                set_err(err, errlen, "run log '%s': table '/%.*s' has no column '%s' (columns: %s)",
-                        rd->path, (int)(part - p - 1), name, part, link_list(loc, list, sizeof list));
-            goto fail;
-        }
-        if ((obj = H5Oopen(loc, part, H5P_DEFAULT)) < 0) goto h5fail;
-        if (!slash) break;
-        if (H5Iget_type(obj) != H5I_GROUP) {
-            set_err(err, errlen, "run log '%s': '/%.*s' is not a table (group)", rd->path,
-                    (int)(slash - p), name);
-            goto fail;
-        }
-        h5_close(loc);
-        loc = obj;
-        obj = -1;
-        part = slash + 1;
-    }
-    h5_close(loc);
-    free(p);
-    return obj;
-h5fail:
-    set_err(err, errlen, "run log '%s': cannot open '/%s' (HDF5: %s)", rd->path, name, h5_msg(msg));
-fail:
-    h5_close(obj);
-    h5_close(loc);
-    free(p);
-    return -1;
-}
-
-int runlog_reader_has_attr(const RunLogReader *rd, const char *name) {
-    if (!rd || !name || !name[0]) return 0;
-    H5Quiet q = h5_quiet();
-    int r = H5Aexists(rd->file, name) > 0;
-    h5_loud(q);
-    return r;
-}
-
-int runlog_reader_has(const RunLogReader *rd, const char *dataset) {
-    if (!rd || !dataset) return 0;
-    H5Quiet q = h5_quiet();
-    hid_t obj = open_object(rd, dataset, NULL, 0);
-    int r = obj >= 0 && H5Iget_type(obj) == H5I_DATASET;
-    h5_close(obj);
-    h5_loud(q);
-    return r;
-}
-
-static double *read_column_impl(RunLogReader *rd, const char *dataset, int64_t *n, char *err,
-                                size_t errlen) {
-    char msg[H5MSG_LEN];
-    double *out = NULL;
-    hid_t d = -1, ft = -1, sp = -1;
-    while (dataset && *dataset == '/') dataset++;
-    if (!dataset) dataset = "";
-    if ((d = open_object(rd, dataset, err, errlen)) < 0) return NULL;
-    if (H5Iget_type(d) != H5I_DATASET) {
-        set_err(err, errlen, "run log '%s': '/%s' is a group, not a dataset (name a column: '/%s/<column>')",
-                rd->path, dataset, dataset);
-        goto done;
-    }
-    if (rd->swmr && H5Drefresh(d) < 0) goto h5fail;
-    if ((ft = H5Dget_type(d)) < 0 || (sp = H5Dget_space(d)) < 0) goto h5fail;
-    H5T_class_t cls = H5Tget_class(ft);
-    if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
-        set_err(err, errlen, "run log '%s': dataset '/%s' holds %s values, expected numbers", rd->path,
-                dataset, class_name(cls));
-        goto done;
-    }
-    int rank = H5Sget_simple_extent_ndims(sp);
-    hsize_t dims[H5S_MAX_RANK];
-    if (rank < 0 || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) goto h5fail;
-    if (rank != 1) {
-        set_err(err, errlen, "run log '%s': dataset '/%s' has rank %d, expected a 1-D column", rd->path,
-                dataset, rank);
-        goto done;
-    }
-    // what the file can hold: its stored bytes, decompressed at most ~1000-fold (deflate's limit)
-    double raw = (double)dims[0] * (double)H5Tget_size(ft), stored = (double)H5Dget_storage_size(d);
-    if (raw > 1100.0 * stored + (1 << 20)) {
-        set_err(err, errlen, "run log '%s': dataset '/%s' claims %llu rows (%.0f bytes) but stores %.0f "
-                "bytes (corrupt?)", rd->path, dataset, (unsigned long long)dims[0], raw, stored);
-        goto done;
-    }
-    out = xmalloc((size_t)dims[0] * sizeof *out);
-    if (dims[0] > 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-        free(out);
-        out = NULL;
-        set_err(err, errlen, "run log '%s': cannot read dataset '/%s' (truncated or corrupt? HDF5: %s)",
-                rd->path, dataset, h5_msg(msg));
-        goto done;
-    }
-    *n = (int64_t)dims[0];
-    goto done;
-h5fail:
-    set_err(err, errlen, "run log '%s': cannot read dataset '/%s' (HDF5: %s)", rd->path, dataset,
-            h5_msg(msg));
-done:
-    h5_close(sp);
-    h5_close(ft);
-    h5_close(d);
-    return out;
-}
-
-double *runlog_read_column(RunLogReader *rd, const char *dataset, int64_t *n, char *err,
-                           size_t errlen) {
-    H5Quiet q = h5_quiet();
-    int64_t dummy;
-    double *r = read_column_impl(rd, dataset, n ? n : &dummy, err, errlen);
-    h5_loud(q);
-    return r;
-}
-
-char *runlog_read_attr_str(RunLogReader *rd, const char *name, char *err, size_t errlen) {
-    if (!name || !name[0]) return set_err(err, errlen, "run log '%s': empty attribute name", rd->path), NULL;
-    H5Quiet q = h5_quiet();
-    char *out = NULL;
-    int r = read_attr_text(rd->path, rd->file, name, &out, err, errlen);
-    if (r == 0)
-        set_err(err, errlen, "run log '%s' has no root attribute '%s'", rd->path, name);
-    h5_loud(q);
-    return r == 1 ? out : NULL;
-}
-
-// ---------------------------------------------------------------- copying
-// Copies every attribute of object from to object to (same names, types and shapes). On
-// failure name holds the attribute's name.
-static int copy_attrs(hid_t from, hid_t to, char *name, size_t len) {
-    H5O_info_t info;
-#if H5_VERSION_GE(1, 12, 0)
-    if (H5Oget_info3(from, &info, H5O_INFO_NUM_ATTRS) < 0) return -1;
-#else
-    if (H5Oget_info2(from, &info, H5O_INFO_NUM_ATTRS) < 0) return -1;
-#endif
-    for (hsize_t i = 0; i < info.num_attrs; i++) {
-        snprintf(name, len, "#%llu", (unsigned long long)i);
-        if (H5Aget_name_by_idx(from, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, len, H5P_DEFAULT) < 0)
-            return -1;
-        hid_t a = -1, t = -1, s = -1, b = -1;
-        void *buf = NULL;
-        int ok = 0;
-        hssize_t npts;
-        size_t size;
-        if ((a = H5Aopen(from, name, H5P_DEFAULT)) < 0 || (t = H5Aget_type(a)) < 0 ||
-            (s = H5Aget_space(a)) < 0 || (npts = H5Sget_simple_extent_npoints(s)) < 0 ||
-            (size = H5Tget_size(t)) == 0)
-            goto next;
-        // the file's own type serves as the memory type: numbers stay as stored, variable
-        // strings come back as char pointers (reclaimed below)
-        if ((double)(npts + 1) * (double)size > h5_file_bytes(from) + 65536.0) goto next;  // corrupt
-        buf = xcalloc((size_t)npts + 1, size);
-        if (H5Aread(a, t, buf) < 0) goto next;
-        if ((b = H5Acreate2(to, name, t, s, H5P_DEFAULT, H5P_DEFAULT)) >= 0 && H5Awrite(b, t, buf) >= 0)
-            ok = 1;
-        vlen_reclaim(t, s, buf);
-    next:
-        free(buf);
-        h5_close(b);
-        h5_close(s);
-        h5_close(t);
-        h5_close(a);
-        if (!ok) return -1;
-    }
-    return 0;
-}
-
-// Copies table `name` of from_root (a group of 1-D numeric columns) to to_root: each column
-// with its type, shape, chunking and filters, its data and its attributes. Done by hand rather
-// than with H5Ocopy, whose failure path on a corrupt source crashes inside HDF5 1.10; every
-// size is checked against what the file stores before anything is allocated. On failure what
-// names the column (or the table) and the message is in err.
-static int copy_table(hid_t from_root, hid_t to_root, const char *name, char *what, size_t wlen,
-                      char *err, size_t errlen) {
-    char msg[H5MSG_LEN], attr[256];
-    int ret = -1, n = 0;
-    char **cols = NULL;
-    hid_t g = -1, ng = -1, d = -1, nd = -1, t = -1, sp = -1, dcpl = -1;
-    void *buf = NULL;
-    snprintf(what, wlen, "/%s", name);
-    if ((g = H5Gopen2(from_root, name, H5P_DEFAULT)) < 0 || list_links(g, &cols, &n) != 0 ||
-        (ng = H5Gcreate2(to_root, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
-        copy_attrs(g, ng, attr, sizeof attr) != 0)
-        goto h5fail;
-    for (int c = 0; c < n; c++) {
-        snprintf(what, wlen, "/%s/%s", name, cols[c]);
-        if ((d = H5Dopen2(g, cols[c], H5P_DEFAULT)) < 0 || (t = H5Dget_type(d)) < 0 ||
-            (sp = H5Dget_space(d)) < 0 || (dcpl = H5Dget_create_plist(d)) < 0)
-            goto h5fail;
-        H5T_class_t cls = H5Tget_class(t);
-        hssize_t npts = H5Sget_simple_extent_npoints(sp);
-        double raw = (double)npts * (double)H5Tget_size(t), stored = (double)H5Dget_storage_size(d);
-        if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || npts < 0 || raw > 1100.0 * stored + (1 << 20)) {
-            set_err(err, errlen, "%s is not a column of numbers this file can hold (%s, %lld values "
-                    "in %.0f stored bytes; corrupt?)", what, class_name(cls), (long long)npts, stored);
-            goto done;
-        }
-        buf = xmalloc((size_t)npts * H5Tget_size(t) + 1);
-        if ((nd = H5Dcreate2(ng, cols[c], t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0 ||
-            (npts > 0 && (H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
-                          H5Dwrite(nd, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)) ||
-            copy_attrs(d, nd, attr, sizeof attr) != 0)
-            goto h5fail;
-        free(buf);
-        buf = NULL;
-        h5_close(nd), h5_close(dcpl), h5_close(sp), h5_close(t), h5_close(d);
-        nd = dcpl = sp = t = d = -1;
-    }
-    ret = 0;
-    goto done;
-h5fail:
-    set_err(err, errlen, "cannot copy %s (truncated or corrupt? HDF5: %s)", what, h5_msg(msg));
-done:
-    free(buf);
-    free_names(cols, n);
-    h5_close(nd), h5_close(dcpl), h5_close(sp), h5_close(t), h5_close(d);
-    h5_close(ng), h5_close(g);
-    return ret;
-}
-
-// May the copy of the (existing) run log src go to dst? Not onto a directory, not onto src
-// itself, onto another existing file only with overwrite, and only into a directory.
-static int check_copy_target(const char *src, const char *dst, int overwrite, char *err, size_t errlen) {
-    struct stat ss, ds;
-    if (stat(src, &ss) != 0) return set_err(err, errlen, "run log '%s': %s", src, strerror(errno));
-    if (stat(dst, &ds) == 0) {
-        if (S_ISDIR(ds.st_mode))
-            return set_err(err, errlen, "cannot write '%s': it is a directory", dst);
-        if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
-            return set_err(err, errlen, "cannot copy run log '%s' onto itself ('%s'): give another output path", src, dst);
-        if (!overwrite)
-            return set_err(err, errlen, "cannot write '%s': the file already exists (choose another path, or ask to overwrite it)", dst);
-    }
-    return check_parent_dir("cannot write", dst, err, errlen);
-}
-
-static int copy_impl(const char *src, const char *dst, const char *const *drop, int n_drop,
-                     int overwrite, char *err, size_t errlen) {
-    char msg[H5MSG_LEN], list[512];
-    if (!dst || !dst[0]) return set_err(err, errlen, "cannot copy run log '%s': empty output path", src);
-    RunLogReader *rd = reader_open_impl(src, err, errlen);  // every check of src
-    if (!rd) return -1;
-    if (check_copy_target(src, dst, overwrite, err, errlen) != 0 ||
-        out_claim("cannot write", dst, err, errlen) != 0) {
-        runlog_reader_close(rd);
-        return -1;
-    }
-    int ret = -1;
-    hid_t fapl = -1, out = -1, sroot = -1, droot = -1;
-    char **names = NULL;
-    int n_names = 0;
-    const char *tmp = dst;  // the name messages give the copy
-    char attr[256];
-
-    if ((sroot = H5Gopen2(rd->file, "/", H5P_DEFAULT)) < 0 || list_links(sroot, &names, &n_names) != 0) {
-        set_err(err, errlen, "run log '%s': cannot list its tables (HDF5: %s)", src, h5_msg(msg));
-        goto done;
-    }
-    for (int k = 0; k < n_drop; k++) {
-        int found = 0;
-        for (int i = 0; i < n_names; i++) found |= strcmp(names[i], drop[k]) == 0;
-        if (!found) {
-            set_err(err, errlen, "run log '%s' has no table '/%s' to leave out (tables: %s)", src, drop[k],
-                    link_list(sroot, list, sizeof list));
-            goto done;
-        }
-    }
-    // built in memory and written in one go (h5util.h h5_tmp_create): a full disk is a clear
-    // error, never a failed write inside HDF5
-    if ((fapl = make_fapl()) < 0) {
-        set_err(err, errlen, "cannot write '%s': file access properties (HDF5: %s)", dst, h5_msg(msg));
-        goto done;
-    }
-    if ((out = h5_tmp_create("cannot write", dst, fapl, err, errlen)) < 0) goto done;
-    if ((droot = H5Gopen2(out, "/", H5P_DEFAULT)) < 0) goto h5fail;
-    if (copy_attrs(sroot, droot, attr, sizeof attr) != 0) {
-        set_err(err, errlen, "cannot copy root attribute '%s' of run log '%s' to '%s' (HDF5: %s)", attr, src,
-                tmp, h5_msg(msg));
-        goto done;
-    }
-    for (int i = 0; i < n_names; i++) {
-        int skip = 0;
-        for (int k = 0; k < n_drop; k++) skip |= strcmp(names[i], drop[k]) == 0;
-        if (skip) continue;
-        char what[300], why[512];
-        if (copy_table(sroot, droot, names[i], what, sizeof what, why, sizeof why) != 0) {
-            set_err(err, errlen, "run log '%s' to '%s': %s", src, tmp, why);
-            goto done;
-        }
-    }
-    h5_close(droot);
-    droot = -1;
-    ret = h5_tmp_commit(out, "cannot write", dst, overwrite, err, errlen);
-    out = -1;
-    goto done;
-h5fail:
-    set_err(err, errlen, "cannot write '%s' (HDF5: %s)", dst, h5_msg(msg));
-done:
-    h5_close(droot);
-    if (out >= 0) h5_tmp_discard(out, dst);
-    h5_close(fapl);
-    h5_close(sroot);
-    free_names(names, n_names);
-    runlog_reader_close(rd);
-    out_release(dst);
-    return ret;
-}
-
-int runlog_copy(const char *src, const char *dst, const char *const *drop, int n_drop, int overwrite,
-                char *err, size_t errlen) {
-    H5Quiet q = h5_quiet();
-    int r = copy_impl(src, dst, drop, n_drop, overwrite, err, errlen);
-    h5_loud(q);
-    return r;
 }
