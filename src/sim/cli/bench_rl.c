@@ -2,8 +2,9 @@
 // (docs/benchmarks.md "The RL step side by side"). A step is the trainer's: P tasks x G
 // responses sampled with the KV cache, verified and scored (rollout), then the old log-probs
 // and one AdamW step per minibatch of M responses in micro-batches (update), through the
-// trainer's own phases (rollout_collect, rollout_score, rollout_advantages, update_epochs).
-// Left out: the run log, the evals, checkpoints and the bias diagnostic's extra backward.
+// trainer's own step (train_step_phases: rollout_collect, rollout_score, rollout_advantages,
+// update_epochs). Left out: the run log, the evals, checkpoints, the finite check, the bias
+// diagnostic's extra backward and the compared objectives (diagnostics.compare).
 // FLOPs are counted per processed position and compared with cblas_sgemm measured in the same
 // run on the model's own matrix shapes (sgemm_rates, SgemmRef).
 #include "bench.h"
@@ -172,7 +173,7 @@ typedef struct {
 } StepTimes;
 
 typedef struct {
-    Model *m;
+    Model *m, *ref;  // the policy; the frozen reference model (objective.beta > 0, else NULL)
     const Tokenizer *tk;
     SamplerConfig sc;
     ObjectiveConfig oc;
@@ -181,8 +182,8 @@ typedef struct {
     int forced;
 } StepSetup;
 
-// One RL step (step index step) through the trainer's phases, timed; writes its lengths to lf
-// if not NULL.
+// One RL step (step index step) through the trainer's own phases (train_step_phases), timed;
+// writes its lengths to lf if not NULL.
 static StepTimes rl_step(StepSetup *B, TrainState *s, int step, FILE *lf) {
     const TrainSettings *S = &B->S;
     Backend *bk = model_backend(B->m);
@@ -190,18 +191,11 @@ static StepTimes rl_step(StepSetup *B, TrainState *s, int step, FILE *lf) {
     const int N = S->P * S->G;
     char err[512];
     StepTimes st = {0};
-    double t0 = wall_time();
-    if (rollout_collect(s, S, B->m, B->tk, &B->sc, step, err, sizeof err) != 0) die("bench-rl: %s", err);
-    rollout_score(s, S, B->tk, step);
-    if (B->oc.baseline == BASELINE_GREEDY) rollout_greedy(s, S, B->m, B->tk, &B->sc);
-    rollout_advantages(s, S, bk, &B->oc);
-    double t1 = wall_time();
-    Rollout r = rollout_view(s, B->sc.env != NULL);
-    EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
-                      .bias_diagnostic = 0, .seed = S->seed, .step = step};
+    StepModels p = {.S = S, .oc = &B->oc, .opt = &B->opt, .tk = B->tk, .sc = &B->sc, .bk = bk,
+                    .m = B->m, .ref = B->ref};
     UpdateStats us;
-    update_epochs(s->ws, B->m, NULL, &B->oc, &B->opt, &plan, &r, s->kept, s->rs.n_kept, s->order,
-                  s->weights, s->unbiased, &us);
+    double t0, t1;
+    if (train_step_phases(&p, s, step, &us, &t0, &t1, err, sizeof err) != 0) die("bench-rl: %s", err);
     bk_sync(bk);
     double t2 = wall_time();
     double Np = matmul_params(B->m);
@@ -215,7 +209,9 @@ static StepTimes rl_step(StepSetup *B, TrainState *s, int step, FILE *lf) {
         // the rollout: its group's prompt once (the G responses share it), then one decode per
         // generated token but the last
         st.rollout_flops += f - prompt + (i % S->G == 0 ? prompt : 0);
-        st.update_flops += (first[i] ? 3.0 : 4.0) * f;  // old log-probs (1x) + forward and backward (3x)
+        // old log-probs (1x) + forward and backward (3x), and the reference model's forward
+        // (objective.beta > 0)
+        st.update_flops += ((first[i] ? 3.0 : 4.0) + (B->ref ? 1.0 : 0.0)) * f;
         st.seq_tokens += n;
         if (lf) fprintf(lf, "%d %d %d\n", step, s->plen[i], s->gen.length[i]);
     }
@@ -303,8 +299,12 @@ int cmd_bench_rl(int argc, char **argv) {
            S->P, S->G, S->M, S->micro, max_new,
            B.forced ? "every response forced to the budget" : "the model's own lengths");
     StepTimes sum = {0};
+    if (B.oc.beta > 0) {  // the frozen reference model is the initial policy, as in train
+        B.ref = model_create(bk, &mc);
+        model_copy_params(B.ref, B.m);
+    }
     TrainState st;
-    train_state_alloc(&st, S, B.m, 0);
+    train_state_alloc(&st, S, B.m, B.ref != NULL);
     const int N = S->P * S->G, nt = omp_get_max_threads();
     int ur = 1;  // the update's rows per pass: a micro-batch of the mean sequence length so far
     SgemmRef ref = {0};
@@ -354,6 +354,7 @@ int cmd_bench_rl(int argc, char **argv) {
                sum.update_s, sum.rollout_flops * 1e-9, sum.update_flops * 1e-9, sg_ro, sg_up, ro_one,
                up_one, ro_fast, up_fast);
     }
+    if (B.ref) model_free(B.ref);
     model_free(B.m);
     backend_destroy(bk);
     config_free(c);

@@ -432,35 +432,45 @@ static int check_finite(Trainer *t, int step, const UpdateStats *us, char *err, 
                    value, t->ckpt_path);
 }
 
-// One RL step: the rollout and its scores, the update, the step's rows in the log (row: its
+int train_step_phases(const StepModels *p, TrainState *s, int step, UpdateStats *us,
+                      double *t_start, double *t_rollout, char *err, size_t errlen) {
+    const TrainSettings *S = p->S;
+    *t_start = wall_time();
+    if (rollout_collect(s, S, p->m, p->tk, p->sc, step, err, errlen) != 0) return 2;
+    rollout_score(s, S, p->tk, step);
+    int greedy = p->oc->baseline == BASELINE_GREEDY || s->cmp.needs_greedy;
+    if (greedy) rollout_greedy(s, S, p->m, p->tk, p->sc);
+    rollout_advantages(s, S, p->bk, p->oc);
+    if (s->cmp.n) {  // every compared objective's advantages of the same rollout
+        compare_advantages(&s->cmp, p->bk, step, s->d_rewards, s->d_lengths,
+                           greedy ? s->d_greedy : NULL, S->P, S->G);
+        s->cmp.rewards = s->rewards;
+    }
+    *t_rollout = wall_time();
+    Rollout r = rollout_view(s, p->sc->env != NULL);
+    EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
+                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step,
+                      .compare = s->cmp.n ? &s->cmp : NULL};
+    update_epochs(s->ws, p->m, p->ref, p->oc, p->opt, &plan, &r, s->kept, s->rs.n_kept,
+                  s->order, s->weights, s->unbiased, us);
+    return 0;
+}
+
+// One RL step: train_step_phases, the finite check, the step's rows in the log (row: its
 // /train row). 0, or an exit code with a message.
 static int train_step(Trainer *t, TrainState *s, int step, TrainRow *row, char *err,
                       size_t errlen) {
     const TrainSettings *S = &t->S;
-    double t0 = wall_time();
-    if (rollout_collect(s, S, t->m, t->tk, &t->sc, step, err, errlen) != 0) return 2;
-    rollout_score(s, S, t->tk, step);
-    if (t->oc.baseline == BASELINE_GREEDY || s->cmp.needs_greedy)
-        rollout_greedy(s, S, t->m, t->tk, &t->sc);
-    rollout_advantages(s, S, t->bk, &t->oc);
-    if (s->cmp.n) {  // every compared objective's advantages of the same rollout
-        int greedy = t->oc.baseline == BASELINE_GREEDY || s->cmp.needs_greedy;
-        compare_advantages(&s->cmp, t->bk, step, s->d_rewards, s->d_lengths,
-                           greedy ? s->d_greedy : NULL, S->P, S->G);
-        s->cmp.rewards = s->rewards;
-    }
-    double t1 = wall_time();
-    Rollout r = rollout_view(s, t->sc.env != NULL);
-    EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
-                      .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step,
-                      .compare = s->cmp.n ? &s->cmp : NULL};
+    StepModels p = {.S = S, .oc = &t->oc, .opt = &t->opt, .tk = t->tk, .sc = &t->sc,
+                    .bk = t->bk, .m = t->m, .ref = t->ref};
     UpdateStats us;
-    update_epochs(s->ws, t->m, t->ref, &t->oc, &t->opt, &plan, &r, s->kept, s->rs.n_kept,
-                  s->order, s->weights, s->unbiased, &us);
+    double t0, t1;
+    int rc = train_step_phases(&p, s, step, &us, &t0, &t1, err, errlen);
+    if (rc) return rc;
     if (check_finite(t, step, &us, err, errlen) != 0) return 1;  // nothing of the step is logged
     // the per-token values of every rank's responses, for rank 0's log
-    dp_gather_tokens(s->logp_old, s->tok_off, r.n, s->rs.n_tok);
-    dp_gather_tokens(s->weights, s->tok_off, r.n, s->rs.n_tok);
+    dp_gather_tokens(s->logp_old, s->tok_off, s->gen.n, s->rs.n_tok);
+    dp_gather_tokens(s->weights, s->tok_off, s->gen.n, s->rs.n_tok);
     double t2 = wall_time();
     trainlog_train_row(row, step, S, &s->rs, &us, &t->oc, t->opt.lr, t1 - t0, t2 - t1);
     if (!t->rl) return 0;  // a rank other than 0

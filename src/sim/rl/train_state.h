@@ -13,6 +13,7 @@
 #include "objective.h"
 #include "../model/sampler.h"
 #include "../world/template.h"
+#include "../world/tokenizer.h"
 #include "update.h"
 #include "../world/world.h"
 
@@ -74,5 +75,27 @@ int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char 
 
 void train_state_alloc(TrainState *s, const TrainSettings *S, Model *m, int with_ref);
 void train_state_free(TrainState *s, Backend *bk);
+
+// What one RL step runs on: the run's settings, objective and optimizer, the tokenizer, the
+// rollouts' sampler, the backend, the policy and the frozen reference model (NULL when
+// oc->beta is 0; then train_state_alloc without with_ref).
+typedef struct {
+    const TrainSettings *S;
+    const ObjectiveConfig *oc;
+    const AdamWConfig *opt;
+    const Tokenizer *tk;
+    const SamplerConfig *sc;
+    Backend *bk;
+    Model *m, *ref;
+} StepModels;
+
+// The rollout and the update of RL step step, the trainer's (train.c) and the one bench-rl
+// times: rollout_collect, rollout_score, the greedy rollout where the baseline or a compared
+// objective needs it, rollout_advantages and the compared objectives' advantages, then
+// update_epochs (its sums in us). *t_rollout: wall_time() when the rollout ended (the update
+// began); *t_start: when the step began. The log rows and the checks are the caller's. 0, or
+// 2 with a message (a task that does not fit).
+int train_step_phases(const StepModels *p, TrainState *s, int step, UpdateStats *us,
+                      double *t_start, double *t_rollout, char *err, size_t errlen);
 
 #endif
