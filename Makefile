@@ -86,7 +86,7 @@ LDLIBS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB)) -lnccl
 endif
 endif
 
-.PHONY: all deps probe test test-asan test-slurm bench bench-rl conformance blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7 \
+.PHONY: all deps probe test check-includes test-asan test-slurm bench bench-rl conformance blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7 \
 	reproduce-ablation
 
 all: deps probe $(BUILD)/grpolab
@@ -142,8 +142,13 @@ $(BUILD)/tests/kill_at_write.so: tests/preload/kill_at_write.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $< -ldl
 
+# The include graph of src/ and the call graph of its objects against README's layers: no
+# circle, no arrow up (scripts/check-includes.sh; tests/test_check_includes.c plants both).
+check-includes: $(BUILD)/libgrpolab.a
+	@scripts/check-includes.sh src $(BUILD)/src
+
 # Runs every test binary; cmocka prints its summary per binary; fails if any failed.
-test: deps probe $(BUILD)/grpolab $(TEST_BIN) $(BUILD)/tests/kill_at_write.so
+test: deps probe $(BUILD)/grpolab $(TEST_BIN) $(BUILD)/tests/kill_at_write.so check-includes
 	@fail=0; for t in $(TEST_BIN); do \
 	  echo "== $$t"; \
 	  GRPOLAB_BIN=$(BUILD)/grpolab GRPOLAB_KILL_LIB=$(BUILD)/tests/kill_at_write.so \

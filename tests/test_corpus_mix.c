@@ -19,7 +19,7 @@
 #include "sim/rl/pretrain.h"
 #include "sim/world/template.h"
 #include "sim/world/tokenizer.h"
-#include "sim/rl/train.h"
+#include "sim/rl/resume.h"
 #include "test_util.h"
 
 static char dir[64];
@@ -142,8 +142,8 @@ static void test_continued_pretraining(void **state) {
     assert_int_equal(config_set(c, set, err, sizeof err), 0);
     assert_int_equal(pretrain_run(c, NULL, b, NULL, PRETRAIN_NEW, NULL), 0);
     char fa[17], fb[17];
-    assert_int_equal(train_init_fingerprint(a, fa, err, sizeof err), 0);
-    assert_int_equal(train_init_fingerprint(b, fb, err, sizeof err), 0);
+    assert_int_equal(resume_init_fingerprint(a, fa, err, sizeof err), 0);
+    assert_int_equal(resume_init_fingerprint(b, fb, err, sizeof err), 0);
     assert_string_equal(fa, fb);
     // recorded: the init's fingerprint, its config (general_share 0.9), and its path
     char *fp = NULL, *init_cfg = NULL, *a_cfg = NULL, *b_cfg = NULL;

@@ -283,7 +283,7 @@ static void test_stored_config_says_what_was_used(void **state) {
     assert_non_null(stored);
     assert_true(fabs(config_float(stored, "objective.eps_high") - 0.28) < 1e-12);
     assert_true(fabs(config_float(stored, "objective.eps_low") - 0.2) < 1e-12);
-    assert_int_equal(train_compare_run_config(out, c, 0, msg, sizeof msg), 0);
+    assert_int_equal(resume_compare_run_config(out, c, 0, msg, sizeof msg), 0);
     // a config that sets every knob stores its own text unchanged
     const char *grpo[] = {"train.steps=1", "objective.eps_high=0.25"};
     Config *g = one_thread(grpo, 2);

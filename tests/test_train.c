@@ -106,10 +106,10 @@ static void test_resume_refuses_other_config(void **state) {
     char path[160], msg[1024];
     snprintf(path, sizeof path, "%s/cfg.h5", dir);
     run_ok(c, path, 0);
-    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), 0);
+    assert_int_equal(resume_compare_run_config(path, c, 0, msg, sizeof msg), 0);
     const char *other[] = {"train.steps=3", "optim.lr=1e-3"};
     Config *d = base_config(other, 2);
-    assert_int_equal(train_compare_run_config(path, d, 1, msg, sizeof msg), 1);
+    assert_int_equal(resume_compare_run_config(path, d, 1, msg, sizeof msg), 1);
     printf("  %s\n", msg);
     assert_non_null(strstr(msg, "cfg.h5"));
     assert_non_null(strstr(msg, "optim.lr = 0.003 vs 0.001"));
@@ -121,22 +121,22 @@ static void test_resume_refuses_other_config(void **state) {
     // fewer steps than the run was started with: refused too
     const char *fewer[] = {"train.steps=1"};
     Config *e = base_config(fewer, 1);
-    assert_int_equal(train_compare_run_config(path, e, 1, msg, sizeof msg), 1);
+    assert_int_equal(resume_compare_run_config(path, e, 1, msg, sizeof msg), 1);
     assert_non_null(strstr(msg, "train.steps = 2 vs 1"));
     // without allow_more_steps (`grpolab config --against`) any other step count differs
     const char *more[] = {"train.steps=3", "run.threads=1", "run.backend=auto"};
     Config *f = base_config(more, 3);
-    assert_int_equal(train_compare_run_config(path, f, 0, msg, sizeof msg), 1);
+    assert_int_equal(resume_compare_run_config(path, f, 0, msg, sizeof msg), 1);
     assert_non_null(strstr(msg, "train.steps = 2 vs 3"));
     // threads and backend are not compared; with the same settings the resumed run goes on
-    assert_int_equal(train_compare_run_config(path, f, 1, msg, sizeof msg), 0);
+    assert_int_equal(resume_compare_run_config(path, f, 1, msg, sizeof msg), 0);
     run_ok(f, path, 1);
     free(col(path, "train/step", &n));
     assert_int_equal(n, 3);
     // the stored config is now the one the run went on with
-    assert_int_equal(train_compare_run_config(path, f, 0, msg, sizeof msg), 0);
+    assert_int_equal(resume_compare_run_config(path, f, 0, msg, sizeof msg), 0);
     // a file that is no run log
-    assert_int_equal(train_compare_run_config(model_path, c, 0, msg, sizeof msg), -1);
+    assert_int_equal(resume_compare_run_config(model_path, c, 0, msg, sizeof msg), -1);
     printf("  %s\n", msg);
     assert_non_null(strstr(msg, "not a grpolab run log"));
     config_free(c);
@@ -157,8 +157,8 @@ static void test_compare_detects_other_init(void **state) {
     Model *m = model_create(bk, &mc);
     assert_int_equal(checkpoint_load(model_path, m, 0, err, sizeof err), 0);
     assert_int_equal(checkpoint_save(init, m, NULL, err, sizeof err), 0);
-    assert_int_equal(train_init_fingerprint(init, fp, err, sizeof err), 0);
-    assert_int_equal(train_init_fingerprint(model_path, fp2, err, sizeof err), 0);
+    assert_int_equal(resume_init_fingerprint(init, fp, err, sizeof err), 0);
+    assert_int_equal(resume_init_fingerprint(model_path, fp2, err, sizeof err), 0);
     assert_string_equal(fp, fp2);  // the same weights in another file
     const char *extra[] = {"train.steps=1", set_init};
     Config *c = base_config(extra, 2);
@@ -166,18 +166,18 @@ static void test_compare_detects_other_init(void **state) {
     int64_t n;
     free(col(path, "train/step", &n));
     assert_int_equal(n, 1);
-    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), 0);
+    assert_int_equal(resume_compare_run_config(path, c, 0, msg, sizeof msg), 0);
     model_params(m)[0] += 1e-3f;  // the base model made again: other weights, same path
     assert_int_equal(checkpoint_save(init, m, NULL, err, sizeof err), 0);
-    assert_int_equal(train_init_fingerprint(init, fp2, err, sizeof err), 0);
+    assert_int_equal(resume_init_fingerprint(init, fp2, err, sizeof err), 0);
     assert_string_not_equal(fp, fp2);
-    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), 1);
+    assert_int_equal(resume_compare_run_config(path, c, 0, msg, sizeof msg), 1);
     printf("  %s\n", msg);
     assert_non_null(strstr(msg, "other weights"));
     assert_non_null(strstr(msg, fp));
     assert_int_equal(train_run(c, NULL, path, 1, NULL), 2);  // nor is it resumed from them
     remove(init);  // and a train.init that is gone is an error, not "the same"
-    assert_int_equal(train_compare_run_config(path, c, 0, msg, sizeof msg), -1);
+    assert_int_equal(resume_compare_run_config(path, c, 0, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "train.init"));
     model_free(m);
     backend_destroy(bk);

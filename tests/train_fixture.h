@@ -14,6 +14,7 @@
 #include "sim/model/checkpoint.h"
 #include "sim/io/runlog.h"
 #include "sim/model/sampler.h"
+#include "sim/rl/resume.h"
 #include "sim/rl/setup.h"
 #include "sim/world/template.h"
 #include "sim/rl/train.h"

@@ -85,8 +85,6 @@ int summary_print_against(FILE *f, Run *const *runs, int n, int markdown, const 
 // summary_print_against with the default comparisons. Returns 0.
 int summary_print(FILE *f, Run *const *runs, int n, int markdown);
 
-// The first and last tenth of a run's steps (at least one step each): [0, k) and [n-k, n).
-int tenth_of(int n_steps);
 
 // `grpolab plot`, `grpolab summary` and `grpolab strip` (argv[0] is the command name).
 int cmd_plot(int argc, char **argv);

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "analysis.h"
 #include "../sim/io/config.h"
 #include "../sim/io/logschema.h"
 #include "../sim/io/runlog.h"
@@ -525,6 +524,8 @@ void run_free(Run *r) {
     free(r->path);
     free(r);
 }
+
+int tenth_of(int n_steps) { return n_steps / 10 > 0 ? n_steps / 10 : 1; }
 
 int run_complete(const Run *r) { return r->steps_planned > 0 && r->n_steps >= r->steps_planned; }
 

@@ -98,6 +98,9 @@ typedef struct {
 } FailingStates;
 int run_failing_states(const Run *r, FailingStates out[2], char *err, size_t errlen);
 
+// The first and last tenth of a run's steps (at least one step each): [0, k) and [n-k, n).
+int tenth_of(int n_steps);
+
 // 1 if the run has logged all its planned steps.
 int run_complete(const Run *r);
 

@@ -22,8 +22,6 @@
 
 #define PASS(c) ((c)->pass ? "PASS" : "FAIL")
 
-int tenth_of(int n_steps) { return n_steps / 10 > 0 ? n_steps / 10 : 1; }
-
 static const struct {
     const char *head, *fmt;
 } MET[N_RUN_FIGURES] = {

@@ -116,7 +116,7 @@ static int cmd_config(int argc, char **argv) {
     }
     if (run || model) {
         char msg[1024];
-        int same = run ? train_compare_run_config(run, c, 0, msg, sizeof msg)
+        int same = run ? resume_compare_run_config(run, c, 0, msg, sizeof msg)
                        : pretrain_compare_model_config(model, c, msg, sizeof msg);
         config_free(c);
         if (same < 0) {

@@ -42,7 +42,7 @@ static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, siz
     RunState st = RUN_NEW;
     if (access(path, F_OK) == 0) {
         // a larger train.steps than the log's is the same run, gone on for longer
-        int same = train_compare_run_config(resume_log_to_read(path, copy, sizeof copy), c, 1, msg, msglen);
+        int same = resume_compare_run_config(resume_log_to_read(path, copy, sizeof copy), c, 1, msg, msglen);
         if (same != 0) {
             if (same < 0) {
                 size_t n = strlen(msg);

@@ -8,7 +8,7 @@
 //     config            resolved config as INI text (only when given)
 //     run_id            the train run log the checkpoint belongs to (only when given)
 //     init_config       pretrain --init: the config stored in the model it continued from
-//     init_fingerprint  pretrain --init: FNV-1a-64 of that model's weights (train_init_fingerprint)
+//     init_fingerprint  pretrain --init: FNV-1a-64 of that model's weights (resume_init_fingerprint)
 //     tokenizer.vocab   1-D variable-length strings, token strings in id order (only when given)
 //   /<tensor name>      one float32 dataset per parameter tensor, named and shaped as in the
 //                       model's table, e.g. f['layers.0.attn.wq'] is (NH*hd, C)

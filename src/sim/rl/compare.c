@@ -189,7 +189,8 @@ void compare_point(Compare *c, int point, UpdateWorkspace *ws, Model *m, const R
     model_zero_grad(m);
 }
 
-void compare_save_params(Compare *c, Model *m) {
+// The parameters, AdamW moments and step count of m into c, and back (the extra passes).
+static void save_params(Compare *c, Model *m) {
     size_t bytes = model_num_params(m) * sizeof(float), np = model_num_params(m);
     Backend *bk = model_backend(m);
     if (!c->saved) die("compare: no buffer for the parameters (diagnostics.compare_extra_epochs <= 1)");
@@ -199,13 +200,42 @@ void compare_save_params(Compare *c, Model *m) {
     c->saved_adam_step = model_adam_step(m);
 }
 
-void compare_restore_params(const Compare *c, Model *m) {
+static void restore_params(const Compare *c, Model *m) {
     size_t bytes = model_num_params(m) * sizeof(float), np = model_num_params(m);
     Backend *bk = model_backend(m);
     bk_copy(bk, model_params(m), c->saved, bytes);
     bk_copy(bk, model_adam_m(m), c->saved + np, bytes);
     bk_copy(bk, model_adam_v(m), c->saved + 2 * np, bytes);
     model_set_adam_step(m, c->saved_adam_step);
+}
+
+// MinibatchProbe's run: update_epochs' points are compare's first two.
+static void probe_run(void *ctx, int point, UpdateWorkspace *ws, Model *m, const Rollout *r,
+                      const int *idx, int n, int micro, const float *unbiased) {
+    compare_point(ctx, point == UPDATE_PROBE_FIRST ? COMPARE_POINT_RHO1 : COMPARE_POINT_LAST, ws, m,
+                  r, idx, n, micro, unbiased);
+}
+
+MinibatchProbe compare_probe(Compare *c) { return (MinibatchProbe){.run = probe_run, .ctx = c}; }
+
+void compare_extra_passes(Compare *c, UpdateWorkspace *ws, Model *m, Model *ref,
+                          const ObjectiveConfig *oc, const AdamWConfig *opt, const EpochPlan *plan,
+                          const Rollout *r, const int *kept, int n_kept, int *order,
+                          const float *unbiased) {
+    if (c->n == 0 || c->extra_epochs == 0 || n_kept <= 0) return;
+    // the first minibatch's responses at the parameters after the update, then after each
+    // further epoch of the trained objective, run on m and undone after the last, so that the
+    // run goes on as without them
+    if (c->extra_epochs > 1) save_params(c, m);
+    UpdateStats scratch = {0};
+    for (int k = 1; k <= c->extra_epochs; k++) {
+        compare_point(c, COMPARE_POINT_EXTRA + k - 1, ws, m, r, c->first_idx, c->first_n,
+                      plan->micro, unbiased);
+        if (k < c->extra_epochs)
+            update_extra_epoch(ws, m, ref, oc, opt, plan, r, kept, n_kept, order,
+                               plan->epochs + k - 1, &scratch);
+    }
+    if (c->extra_epochs > 1) restore_params(c, m);
 }
 
 int compare_write(const Compare *c, RunLog *rl, char *err, size_t errlen) {

@@ -66,9 +66,18 @@ void compare_advantages(Compare *c, Backend *bk, int step, const float *d_reward
 void compare_point(Compare *c, int point, UpdateWorkspace *ws, Model *m, const Rollout *r,
                    const int *idx, int n, int micro, const float *unbiased_adv);
 
-// The parameters, AdamW moments and step count of m into c, and back (the extra passes).
-void compare_save_params(Compare *c, Model *m);
-void compare_restore_params(const Compare *c, Model *m);
+// The probe that runs compare_point at update_epochs' points (EpochPlan.probe): its first
+// minibatch before the update (COMPARE_POINT_RHO1) and its last (COMPARE_POINT_LAST).
+MinibatchProbe compare_probe(Compare *c);
+
+// After update_epochs with the plan, r, kept and order it had (and compare_probe): the extra
+// passes (COMPARE_POINT_EXTRA + k), each on the first minibatch's responses, with k further
+// epochs of the trained objective (update_extra_epoch) in between, run on m and then undone
+// (its parameters, AdamW moments and step). Nothing when c->n or c->extra_epochs is 0.
+void compare_extra_passes(Compare *c, UpdateWorkspace *ws, Model *m, Model *ref,
+                          const ObjectiveConfig *oc, const AdamWConfig *opt, const EpochPlan *plan,
+                          const Rollout *r, const int *kept, int n_kept, int *order,
+                          const float *unbiased);
 
 // The last step's rows appended to /compare and /compare_bins of rl. 0, or -1 with a message.
 int compare_write(const Compare *c, RunLog *rl, char *err, size_t errlen);

@@ -48,7 +48,7 @@ int objective_eval(const char *path);
 void objective_print_show(int i, FILE *f);
 // The tables of docs/objectives.md (--markdown; tests/test_conformance.c keeps them equal).
 void objective_print_md(FILE *f);
-// A markdown table cell of text s ('|' escaped).
+// A markdown table cell of text s ('|' escaped; objective_table2.c).
 void objective_md_cell(const char *s, FILE *f);
 
 // Today's version of the paper's Table 2 (objective_table2.c, --table2): per framework, the

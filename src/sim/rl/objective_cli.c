@@ -34,18 +34,6 @@ void objective_print_show(int i, FILE *f) {
     fprintf(f, "  read at:   %s\n", OBJECTIVE_MAP_READ_AT);
 }
 
-// Markdown cells: '|' escaped.
-static void cell(const char *s, FILE *f) {
-    fputs("| ", f);
-    for (; *s; s++) {
-        if (*s == '|') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc(' ', f);
-}
-
-void objective_md_cell(const char *s, FILE *f) { cell(s, f); }
-
 void objective_print_md(FILE *f) {
     fprintf(f, "| preset | knobs | advantage A_i | token weight w = -dL/dlog pi | source |\n");
     fprintf(f, "|---|---|---|---|---|\n");
@@ -57,21 +45,21 @@ void objective_print_md(FILE *f) {
         print_knobs(&o, m);
         fputc('\0', m);
         fclose(m);
-        cell(in->name, f);
-        cell(knobs, f);
-        cell(in->advantage, f);
-        cell(in->weight, f);
-        cell(in->source, f);
+        objective_md_cell(in->name, f);
+        objective_md_cell(knobs, f);
+        objective_md_cell(in->advantage, f);
+        objective_md_cell(in->weight, f);
+        objective_md_cell(in->source, f);
         fprintf(f, "|\n");
     }
     fprintf(f, "\n| preset | TRL | verl | OpenRLHF | oat |\n|---|---|---|---|---|\n");
     for (int i = 0; i < objective_preset_count(); i++) {
         const ObjectiveInfo *in = objective_preset_info(i, NULL);
-        cell(in->name, f);
-        cell(in->trl, f);
-        cell(in->verl, f);
-        cell(in->openrlhf, f);
-        cell(in->oat, f);
+        objective_md_cell(in->name, f);
+        objective_md_cell(in->trl, f);
+        objective_md_cell(in->verl, f);
+        objective_md_cell(in->openrlhf, f);
+        objective_md_cell(in->oat, f);
         fprintf(f, "|\n");
     }
 }

@@ -8,6 +8,15 @@
 
 #include "objective.h"
 
+void objective_md_cell(const char *s, FILE *f) {
+    fputs("| ", f);
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc(' ', f);
+}
+
 // What each framework does when its GRPO loss is left at its defaults, as read at a commit.
 // preset: the preset whose aggregation (the only knob Table 2 is about) is that default.
 typedef struct {

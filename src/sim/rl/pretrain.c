@@ -60,7 +60,7 @@ int pretrain_compare_model_config(const char *model_path, const Config *now, cha
     if (!then_fp) return 0;
     const char *init = config_str(now, "pretrain.init");
     int rc = 0;
-    if (train_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
+    if (resume_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
         set_err(msg, msglen, "%s continued pretraining from pretrain.init '%s', which cannot be read "
                 "now: %s", model_path, init, err);
         rc = 1;
@@ -202,13 +202,13 @@ static void report_kept_checkpoint(const char *ckpt_path, const char *err) {
 // Continued pretraining: loads the weights of init_path into m (its architecture must be m's;
 // checkpoint_load names a field that differs) and returns what the output records of it, its
 // stored config (*init_config, malloc'd; NULL if it has none) and the fingerprint of its
-// weights (train_init_fingerprint). -1 with a message naming the file on error.
+// weights (resume_init_fingerprint). -1 with a message naming the file on error.
 static int load_init(const char *init_path, Model *m, char **init_config, char fp[17], char *err,
                      size_t errlen) {
     *init_config = NULL;
     if (checkpoint_load(init_path, m, 0, err, errlen) != 0) return -1;
     if (checkpoint_read_meta(init_path, NULL, NULL, NULL, init_config, NULL, NULL, err, errlen) != 0 ||
-        train_init_fingerprint(init_path, fp, err, errlen) != 0) {
+        resume_init_fingerprint(init_path, fp, err, errlen) != 0) {
         free(*init_config);
         *init_config = NULL;
         return -1;

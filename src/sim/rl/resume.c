@@ -1,5 +1,5 @@
 // resume.c: going on with a run from its checkpoint, and the checks that make that safe
-// (resume.h; train_compare_run_config and train_init_fingerprint of train.h).
+// (resume.h).
 #include "resume.h"
 
 #include <errno.h>
@@ -13,7 +13,6 @@
 #include "../model/checkpoint.h"
 #include "../io/logschema.h"
 #include "objective.h"
-#include "train.h"
 
 // Keys a resumed run may change: they change what a run computes at most in rounding
 // (threads: OpenBLAS's threaded sgemm sums in another order; backend) or not at all (output
@@ -31,7 +30,7 @@ void resume_fingerprint(Model *m, char hex[17]) {
     free(b);
 }
 
-int train_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen) {
+int resume_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen) {
     ModelConfig mc;
     if (checkpoint_read_meta(path, &mc, NULL, NULL, NULL, NULL, NULL, err, errlen) != 0) return -1;
     Backend *bk = backend_create(BACKEND_CPU, err, errlen);
@@ -44,7 +43,7 @@ int train_init_fingerprint(const char *path, char hex[17], char *err, size_t err
     return rc;
 }
 
-int train_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
+int resume_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
                              char *msg, size_t msglen) {
     char err[768];
     RunLogReader *rd = runlog_reader_open(run_path, err, sizeof err);
@@ -88,7 +87,7 @@ int train_compare_run_config(const char *run_path, const Config *now, int allow_
     const char *init = config_str(now, "train.init");
     char now_fp[17];
     int rc = 0;
-    if (train_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
+    if (resume_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
         set_err(msg, msglen, "train.init: %s", err);
         rc = -1;
     } else if (strcmp(then_fp, now_fp) != 0) {
@@ -183,7 +182,7 @@ static int resume_check_log(const Config *cfg, const char *log_path, const char 
     const char *out_path = resume_log_to_read(log_path, copy, sizeof copy);
     rp->from_copy = out_path == copy;
     // going on with other settings would mix two configs in one log
-    int same = train_compare_run_config(out_path, cfg, 1, msg, sizeof msg);
+    int same = resume_compare_run_config(out_path, cfg, 1, msg, sizeof msg);
     if (same < 0 && stat(ckpt_path, &st) != 0 && errno == ENOENT)
         // nothing to go on from: no step of the run is saved anywhere
         return set_err(err, errlen, "--resume: %s; and there is no checkpoint %s to go on from: "
@@ -296,7 +295,7 @@ RunLog *resume_open_log(const char *out_path, const Config *cfg, const ResumePoi
         ok = 0, set_err(err, errlen, "--resume: %s holds %lld /train rows before step %lld (expected one "
                         "per step)", out_path, (long long)runlog_rows(rl, "train"), (long long)rp->start_step);
     // the stored config becomes the one the run goes on with (it can differ only in
-    // threads, backend, output path and a larger train.steps: train_compare_run_config)
+    // threads, backend, output path and a larger train.steps: resume_compare_run_config)
     if (ok) text = config_to_ini(cfg);
     if (ok) ok = runlog_set_attr_str(rl, "config", text, err, errlen) == 0;
     free(text);

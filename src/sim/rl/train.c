@@ -448,11 +448,14 @@ int train_step_phases(const StepModels *p, TrainState *s, int step, UpdateStats 
     }
     *t_rollout = wall_time();
     Rollout r = rollout_view(s, p->sc->env != NULL);
+    MinibatchProbe probe = compare_probe(&s->cmp);
     EpochPlan plan = {.epochs = S->epochs, .minibatch = S->M, .micro = S->micro,
                       .bias_diagnostic = S->bias_diagnostic, .seed = S->seed, .step = step,
-                      .compare = s->cmp.n ? &s->cmp : NULL};
+                      .probe = s->cmp.n ? &probe : NULL};
     update_epochs(s->ws, p->m, p->ref, p->oc, p->opt, &plan, &r, s->kept, s->rs.n_kept,
                   s->order, s->weights, s->unbiased, us);
+    compare_extra_passes(&s->cmp, s->ws, p->m, p->ref, p->oc, p->opt, &plan, &r, s->kept,
+                         s->rs.n_kept, s->order, s->unbiased);
     return 0;
 }
 

@@ -51,16 +51,4 @@ void train_note_command(int argc, char **argv);
 // the advice to run the same command with --resume and --out out_path).
 void train_print_resume_hint(const char *who, const char *out_path);
 
-// Compares now with the config stored in the train run log at run_path (root attribute
-// "config"), ignoring run.threads, run.backend and run.out, and with allow_more_steps also
-// a larger train.steps (a resumed run may go on for longer); then, where the log has an
-// init_fingerprint, the weights in now's train.init with it. 0: the same; 1: they differ,
-// msg names the run and lists the keys with both values; -1: the log or its config cannot
-// be read (msg says why).
-int train_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,
-                             char *msg, size_t msglen);
-// The fingerprint of a checkpoint's weights stored as the run log's init_fingerprint: FNV-1a
-// (64 bit) of the parameters as float32 bytes, 16 hex digits. 0, or -1 with a message.
-int train_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen);
-
 #endif

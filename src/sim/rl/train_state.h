@@ -92,9 +92,9 @@ typedef struct {
 // The rollout and the update of RL step step, the trainer's (train.c) and the one bench-rl
 // times: rollout_collect, rollout_score, the greedy rollout where the baseline or a compared
 // objective needs it, rollout_advantages and the compared objectives' advantages, then
-// update_epochs (its sums in us). *t_rollout: wall_time() when the rollout ended (the update
-// began); *t_start: when the step began. The log rows and the checks are the caller's. 0, or
-// 2 with a message (a task that does not fit).
+// update_epochs (its sums in us) and the compared objectives' extra passes. *t_start:
+// wall_time() when the step began; *t_rollout: when the rollout ended (the update began). The
+// log rows and the checks are the caller's. 0, or 2 with a message (a task that does not fit).
 int train_step_phases(const StepModels *p, TrainState *s, int step, UpdateStats *us,
                       double *t_start, double *t_rollout, char *err, size_t errlen);
 

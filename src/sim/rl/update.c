@@ -11,7 +11,6 @@
 
 #include "../../common.h"
 #include "../../kernels/philox.h"
-#include "compare.h"
 #include "../parallel/dataparallel.h"
 #include "../parallel/dist.h"
 #include "../world/tokenizer.h"
@@ -499,12 +498,12 @@ static void shuffle(int *x, int n, uint64_t seed, int step, int epoch) {
 
 // Epoch `epoch` of update_epochs over the kept responses: its shuffle into order, one AdamW
 // step per minibatch, the sums into *out. The first epoch (0) fills the old log-probs and
-// writes the token weights (weights, if not NULL); compare (or NULL) is run where plan says
-// on the real epochs' first and last minibatches (last_epoch: this is the last of them).
+// writes the token weights (weights, if not NULL); probe (or NULL) is run on the real epochs'
+// first and last minibatches (last_epoch: this is the last of them).
 static void update_epoch(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
                          const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
                          const int *kept, int n_kept, int *order, int epoch, int last_epoch,
-                         float *weights, const float *unbiased, Compare *compare,
+                         float *weights, const float *unbiased, const MinibatchProbe *probe,
                          UpdateStats *out) {
     const int M = plan->minibatch;
     memcpy(order, kept, (size_t)n_kept * sizeof(int));
@@ -512,7 +511,7 @@ static void update_epoch(UpdateWorkspace *ws, Model *m, Model *ref, const Object
     // pi_old of the first minibatch comes from its own forward passes, which run on pi_old's
     // parameters (as TRL with one iteration), unless the diagnostics compare objectives on
     // it first
-    int first_fills = epoch == 0 && !compare;
+    int first_fills = epoch == 0 && !probe;
     // each rank runs its own rows of a minibatch (dataparallel.h)
     if (epoch == 0)
         for (int k0 = 0; k0 < n_kept; k0 += M) {
@@ -522,10 +521,10 @@ static void update_epoch(UpdateWorkspace *ws, Model *m, Model *ref, const Object
     for (int k0 = 0; k0 < n_kept; k0 += M) {
         int n = n_kept - k0 < M ? n_kept - k0 : M;
         int diag = plan->bias_diagnostic && epoch == 0 && k0 == 0;
-        if (compare && epoch == 0 && k0 == 0)  // same responses, parameters before the update
-            compare_point(compare, COMPARE_POINT_RHO1, ws, m, r, order + k0, n, plan->micro, unbiased);
-        else if (compare && last_epoch && k0 + M >= n_kept)  // the policy has moved: rho != 1
-            compare_point(compare, COMPARE_POINT_LAST, ws, m, r, order + k0, n, plan->micro, unbiased);
+        if (probe && epoch == 0 && k0 == 0)  // same responses, parameters before the update
+            probe->run(probe->ctx, UPDATE_PROBE_FIRST, ws, m, r, order + k0, n, plan->micro, unbiased);
+        else if (probe && last_epoch && k0 + M >= n_kept)  // the policy has moved: rho != 1
+            probe->run(probe->ctx, UPDATE_PROBE_LAST, ws, m, r, order + k0, n, plan->micro, unbiased);
         double sum_len = lengths_sum(r, order + k0, n);  // of the whole minibatch
         int nl = dp_select(order + k0, n, r->n, ws->mine);
         MinibatchStats st;
@@ -555,22 +554,15 @@ void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveCon
     memset(out, 0, sizeof *out);
     out->cosine = NAN;
     if (n_kept <= 0) return;
-    Compare *c = plan->compare;
     for (int epoch = 0; epoch < plan->epochs; epoch++)
         update_epoch(ws, m, ref, oc, opt, plan, r, kept, n_kept, order, epoch,
-                     epoch == plan->epochs - 1, weights, unbiased, c, out);
-    if (!c || c->extra_epochs == 0) return;
-    // the extra passes of diagnostics.compare: the first minibatch's responses at the
-    // parameters after the update, then after each further epoch of the trained objective,
-    // run on m and undone after the last (compare.h), so that the run goes on as without them
-    if (c->extra_epochs > 1) compare_save_params(c, m);
-    UpdateStats scratch = {0};
-    for (int k = 1; k <= c->extra_epochs; k++) {
-        compare_point(c, COMPARE_POINT_EXTRA + k - 1, ws, m, r, c->first_idx, c->first_n,
-                      plan->micro, unbiased);
-        if (k < c->extra_epochs)
-            update_epoch(ws, m, ref, oc, opt, plan, r, kept, n_kept, order, plan->epochs + k - 1, 0,
-                         NULL, NULL, NULL, &scratch);
-    }
-    if (c->extra_epochs > 1) compare_restore_params(c, m);
+                     epoch == plan->epochs - 1, weights, unbiased, plan->probe, out);
+}
+
+void update_extra_epoch(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
+                        const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
+                        const int *kept, int n_kept, int *order, int epoch, UpdateStats *out) {
+    if (n_kept > 0)
+        update_epoch(ws, m, ref, oc, opt, plan, r, kept, n_kept, order, epoch, 0, NULL, NULL, NULL,
+                     out);
 }

@@ -93,13 +93,23 @@ double update_minibatch_gradient(UpdateWorkspace *ws, Model *m, const ObjectiveC
                                  const Rollout *r, const int *idx, int n, int micro,
                                  float *weights, const float *unbiased_adv, MinibatchStats *st);
 
+// A probe of update_epochs' minibatches (diagnostics.compare's points, compare.h), run with
+// the parameters as they are before the update of the minibatch idx[0..n) of r: point
+// UPDATE_PROBE_FIRST, the first minibatch of the first epoch, and UPDATE_PROBE_LAST, the
+// last minibatch of the last epoch. It must leave m's parameters as they were.
+enum { UPDATE_PROBE_FIRST = 0, UPDATE_PROBE_LAST = 1 };
+typedef struct {
+    void (*run)(void *ctx, int point, UpdateWorkspace *ws, Model *m, const Rollout *r,
+                const int *idx, int n, int micro, const float *unbiased);
+    void *ctx;
+} MinibatchProbe;
+
 // The PPO epochs of one step.
-struct Compare;
 typedef struct {
     int epochs, minibatch, micro, bias_diagnostic;
     uint64_t seed;
     int step;
-    struct Compare *compare;  // diagnostics.compare (compare.h), run at its points; or NULL
+    const MinibatchProbe *probe;  // run at its points; or NULL
 } EpochPlan;
 
 // Sums over the step's minibatch updates.
@@ -116,15 +126,20 @@ typedef struct {
 // (the last one smaller if n_kept is not a multiple: its c_i then use its own size), one
 // AdamW step of m per minibatch. The first epoch first fills r's old (and reference)
 // log-probs, those of its first minibatch from that minibatch's update forward unless
-// plan->compare runs on it first, and writes the token weights to weights; unbiased (per
+// plan->probe runs on it first, and writes the token weights to weights; unbiased (per
 // response) is the bias diagnostic's advantage, used on the first minibatch when
-// plan->bias_diagnostic, and plan->compare's. plan->compare's points (compare.h): the first
-// minibatch before its update, the last before its update, and after the epochs its extra
-// passes, whose further epochs run on m and are undone. With several ranks each
-// runs the rows of each minibatch that it sampled, normalised as the whole minibatch.
+// plan->bias_diagnostic, and passed to plan->probe. With several ranks each runs the rows of
+// each minibatch that it sampled, normalised as the whole minibatch.
 void update_epochs(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
                    const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
                    const int *kept, int n_kept, int *order, float *weights,
                    const float *unbiased, UpdateStats *out);
+
+// One more epoch of update_epochs (epoch index epoch: its shuffle) after the plan's, without
+// the probe, the token weights and the bias diagnostic, its sums into *out: the further
+// epochs of diagnostics.compare's extra passes (compare.h), which undo them.
+void update_extra_epoch(UpdateWorkspace *ws, Model *m, Model *ref, const ObjectiveConfig *oc,
+                        const AdamWConfig *opt, const EpochPlan *plan, const Rollout *r,
+                        const int *kept, int n_kept, int *order, int epoch, UpdateStats *out);
 
 #endif
