@@ -91,7 +91,7 @@ static void passing_set(Spec s[RUNS]) {
     }
 }
 
-static int verdict_of(const Spec *s, int n, Verdict *v) {
+static int verdict_of(const Spec *s, int n, FindingVerdict *v) {
     Run *runs[RUNS + 2];
     for (int i = 0; i < n; i++) runs[i] = make_run(&s[i]);
     int rc = finding_verdict(runs, n, v);
@@ -99,7 +99,7 @@ static int verdict_of(const Spec *s, int n, Verdict *v) {
     return rc;
 }
 
-static void print_verdict(const char *what, const Verdict *v) {
+static void print_verdict(const char *what, const FindingVerdict *v) {
     printf("  %s: %d of %d pass\n", what, v->passed, v->checks);
     for (int c = 0; c < v->checks; c++)
         printf("    [%s] %-15s %s\n", v->check[c].pass ? "PASS" : "FAIL", v->check[c].name, v->check[c].reason);
@@ -111,7 +111,7 @@ static const double T2 = 4.302652729911275;  // t(0.975, 2): the CI of three see
 static void test_all_pass(void **state) {
     Spec s[RUNS];
     passing_set(s);
-    Verdict v;
+    FindingVerdict v;
     assert_int_equal(verdict_of(s, RUNS, &v), N_CHECKS);
     print_verdict("passing set", &v);
     assert_int_equal(v.passed, N_CHECKS);
@@ -263,7 +263,7 @@ static void test_each_check_fails(void **state) {
         Spec s[RUNS];
         passing_set(s);
         FAILS[k].change(s);
-        Verdict v;
+        FindingVerdict v;
         assert_int_equal(verdict_of(s, RUNS, &v), N_CHECKS);
         print_verdict(FAILS[k].what, &v);
         for (int c = 0; c < N_CHECKS; c++) assert_int_equal(v.check[c].pass, c != FAILS[k].check);
@@ -289,7 +289,7 @@ static void test_saturation(void **state) {
         }
         if (k == 2)
             for (int i = 0; i < SEEDS; i++) s[i].len_i = 250 - 0.2 * N;  // growing, ending near 250
-        Verdict v;
+        FindingVerdict v;
         verdict_of(s, RUNS, &v);
         assert_int_equal(v.check[CHECK_LENGTH_SLOPE].pass, k == 2);
         assert_int_equal(v.saturated, k == 0);
@@ -308,7 +308,7 @@ static void test_slope_margin(void **state) {
         Spec s[RUNS];
         passing_set(s);
         for (int i = 0; i < SEEDS; i++) s[SEEDS + i].slope_i = k ? 0.021 : 0.019;
-        Verdict v;
+        FindingVerdict v;
         verdict_of(s, RUNS, &v);
         const Check *c = &v.check[CHECK_LENGTH_SLOPE];
         CLOSE(c->f[1].v, k ? 2.1 : 1.9, 1e-9);
@@ -320,7 +320,7 @@ static void test_slope_margin(void **state) {
 static void test_edge_cases(void **state) {
     Spec s[RUNS];
     passing_set(s);
-    Verdict v;
+    FindingVerdict v;
     // one seed pair: no CI for the ratio nor the reward difference, which cannot pass without
     // one; the slopes' CIs come from the regression and the other checks compare means, so
     // they still pass
@@ -403,7 +403,7 @@ static void test_reward_rise_one_run(void **state) {
     passing_set(s);
     Run *runs[2] = {make_run(&s[0]), make_run(&s[SEEDS])};
     runs[0]->reward[0] = 0.2, runs[0]->reward[1] = 0.4, runs[0]->reward[N - 2] = 0.5, runs[0]->reward[N - 1] = 0.7;
-    Verdict v;
+    FindingVerdict v;
     assert_int_equal(finding_verdict(runs, 2, &v), N_CHECKS);
     print_verdict("one run each, GRPO's reward noisy", &v);
     const Check *c = &v.check[CHECK_REWARD_RISES];
@@ -482,7 +482,7 @@ static void test_2x2(void **state) {
     for (int k = 0; k < 3; k++) {
         assert_string_equal(test[k], runs[k]->objective);
         assert_string_equal(ref[k], "dr_grpo_scale-none");
-        Verdict v;
+        FindingVerdict v;
         assert_int_equal(verdict_compare(runs, ALL, test[k], ref[k], &v), N_CHECKS);
         print_verdict(title[k], &v);
         assert_string_equal(v.title[0], title[k]);

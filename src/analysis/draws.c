@@ -26,7 +26,7 @@ static double choose(int n, int k) {
     return c;
 }
 
-static void tally(DrawTally *t, const Verdict *v) {
+static void tally(DrawTally *t, const FindingVerdict *v) {
     t->draws++;
     int first6 = 1;
     for (int c = 0; c < N_CHECKS; c++) {
@@ -76,7 +76,7 @@ long draws_subsets(Run *const *runs, int n, const char *test, const char *ref, i
     Run *draw[2 * MAX_RUNS];
     do {
         for (int i = 0; i < k; i++) draw[i] = runs[pa[idx[i]]], draw[k + i] = runs[pb[idx[i]]];
-        Verdict v;
+        FindingVerdict v;
         if (verdict_compare(draw, 2 * k, runs[pa[0]]->objective, runs[pb[0]]->objective, &v) == 0) continue;
         if (t->draws == 0) memcpy(t->title, v.title, sizeof t->title);
         tally(t, &v);
@@ -123,7 +123,7 @@ long draws_placebo(Run *const *runs, int n, const char *name, int k, DrawTally *
                     c->seed = i;
                     draw[s * k + i] = c;
                 }
-            Verdict v;
+            FindingVerdict v;
             if (verdict_compare(draw, 2 * k, "placebo_a", "placebo_b", &v)) tally(t, &v);
         } while (next_combination(b, k, m - k));
     } while (next_combination(a, k, m));

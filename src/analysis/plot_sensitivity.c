@@ -42,7 +42,7 @@ typedef struct {
     double value;
     int runs_at, n_runs;     // the value's train runs: runs[runs_at .. runs_at + n_runs)
     const BaseEval *greedy, *sampled;
-    Verdict verdict;
+    FindingVerdict verdict;
     double reward[2][3];     // GRPO, Dr. GRPO: mean, lo, hi of the final training reward
     double len_i[2], cut[2]; // GRPO, Dr. GRPO: final eval length of incorrect responses and the
                              // share of them cut by the budget, means over the runs

@@ -152,7 +152,7 @@ static void failing_states_print(FILE *f, Run *const *runs, int n, const int *gr
 }
 
 // The checks of the finding (verdict.h), one line each, for v->title[0] against v->title[1].
-static void verdict_print(FILE *f, const Verdict *v, int md) {
+static void verdict_print(FILE *f, const FindingVerdict *v, int md) {
     const char *item = md ? "- " : "", *G = v->title[0], *D = v->title[1];
     if (strcmp(G, "GRPO") == 0 && strcmp(D, "Dr. GRPO") == 0)
         fprintf(f, "\n%sThe finding of Liu et al. 2025 (GRPO vs Dr. GRPO; docs/results.md)\n\n", md ? "### " : "");
@@ -250,7 +250,7 @@ static void trunc_per_run(FILE *f, Run *const *runs, int n, int md) {
 }
 
 // The key number of each check, one row per comparison (several comparisons only).
-static void verdict_table(FILE *f, const Verdict *v, int nv, int md) {
+static void verdict_table(FILE *f, const FindingVerdict *v, int nv, int md) {
     static const char *const head[N_CHECKS] = {"1 eval ratio", "2 slope I", "3 trunc rise", "4 disagr 1",
                                                "5 reward diff", "6 reward rise", "7 cut share"};
     fprintf(f, "\n%sThe checks per comparison (key number and PASS/FAIL; definitions in docs/cli.md)\n\n",
@@ -374,7 +374,7 @@ int summary_print_against(FILE *f, Run *const *runs, int n, int md, const char *
     failing_states_print(f, runs, n, group, names, ng, md);
 
     free(st);
-    Verdict *v = xcalloc((size_t)nv + 1, sizeof *v);  // verdict_plan's labels point into runs
+    FindingVerdict *v = xcalloc((size_t)nv + 1, sizeof *v);  // verdict_plan's labels point into runs
     int shown = 0;
     for (int k = 0; k < nv; k++)
         if (verdict_compare(runs, n, test[k], ref[k], &v[shown])) verdict_print(f, &v[shown++], md);

@@ -90,7 +90,7 @@ typedef struct {
     int n, gg, gd;  // gg, gd: the groups in GRPO's and in Dr. GRPO's place
     const int *group;
     const RunFigures *fig;
-    const char *ng, *nd;  // their names (Verdict.title)
+    const char *ng, *nd;  // their names (FindingVerdict.title)
 } Inputs;
 
 // The run of group gd with the seed of run i, or -1.
@@ -115,7 +115,7 @@ static double gmean(const Inputs *in, int g, int m) { return group_mean(in, g, m
 
 // 1: GRPO's incorrect eval responses are longer than Dr. GRPO's, paired by seed; the ratio's
 // statistic is taken on the log scale (log_mean_ci95).
-static void check_eval_ratio(const Inputs *in, Verdict *v, Check *c) {
+static void check_eval_ratio(const Inputs *in, FindingVerdict *v, Check *c) {
     double ratios[MAX_RUNS];
     int k = 0;
     for (int i = 0; i < in->n; i++) {
@@ -147,7 +147,7 @@ static void check_eval_ratio(const Inputs *in, Verdict *v, Check *c) {
 // 2: GRPO's incorrect training responses still grow over the last half; Dr. GRPO's grow at
 // most VERDICT_FLAT_SHARE as fast (an equivalence margin: a 100-step regression resolves a
 // drift of a few tokens, which is not growth like GRPO's).
-static void check_length_slope(const Inputs *in, Verdict *v, Check *c) {
+static void check_length_slope(const Inputs *in, FindingVerdict *v, Check *c) {
     double gs, gh, ds, dh;
     group_length_slope(in->runs, in->n, in->group, in->gg, 1, &gs, &gh);
     group_length_slope(in->runs, in->n, in->group, in->gd, 1, &ds, &dh);
@@ -217,7 +217,7 @@ int tost_within(const double *x, int n, double level, double margin, double *mea
 // 5: Dr. GRPO earns the reward GRPO earns: the final rewards of the seed pairs are equivalent
 // within the margin (two one-sided tests: the CI at VERDICT_REWARD_LEVEL of the mean pair
 // difference inside +- the margin).
-static void check_reward(const Inputs *in, Verdict *v, Check *c) {
+static void check_reward(const Inputs *in, FindingVerdict *v, Check *c) {
     double diff[MAX_RUNS], mean, lo, hi;
     int k = 0;
     for (int i = 0; i < in->n; i++) {
@@ -258,7 +258,7 @@ static double reward_rise(const Run *r, double *half) {
 }
 
 // 6: the training reward rises under both objectives, over seeds (or the steps of one run).
-static void check_reward_rises(const Inputs *in, Verdict *v, Check *c) {
+static void check_reward_rises(const Inputs *in, FindingVerdict *v, Check *c) {
     c->name = "reward_rises";
     c->threshold = VERDICT_REWARD_RISE;
     c->pass = 1;
@@ -286,7 +286,7 @@ static void check_reward_rises(const Inputs *in, Verdict *v, Check *c) {
 // 7: GRPO's incorrect greedy eval responses are not capped: most of them end before the budget.
 // Where most are cut, their length says how long the budget is rather than how far the bias
 // lengthens them.
-static void check_eval_trunc(const Inputs *in, Verdict *v, Check *c) {
+static void check_eval_trunc(const Inputs *in, FindingVerdict *v, Check *c) {
     double bad = 0, cut = 0;
     int runs = 0, known = 0, from_eval = 0, from_file = 0;
     for (int i = 0; i < in->n; i++) {
@@ -317,7 +317,7 @@ static void check_eval_trunc(const Inputs *in, Verdict *v, Check *c) {
 }
 
 // Information: the ratio of the sampled eval lengths of incorrect responses over the pairs.
-static void sampled_ratio(const Inputs *in, Verdict *v) {
+static void sampled_ratio(const Inputs *in, FindingVerdict *v) {
     double ratios[MAX_RUNS], mean;
     int k = 0;
     v->sampled_k = 0;
@@ -339,7 +339,7 @@ static void sampled_ratio(const Inputs *in, Verdict *v) {
     v->sampled_ratio = (Estimate){mean, lo, hi};
 }
 
-int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, Verdict *v) {
+int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, FindingVerdict *v) {
     memset(v, 0, sizeof *v);
     if (n > MAX_RUNS) n = MAX_RUNS;
     int group[MAX_RUNS];
@@ -374,7 +374,7 @@ int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, 
     return v->checks;
 }
 
-int finding_verdict(Run *const *runs, int n, Verdict *v) { return verdict_compare(runs, n, "grpo", "dr_grpo", v); }
+int finding_verdict(Run *const *runs, int n, FindingVerdict *v) { return verdict_compare(runs, n, "grpo", "dr_grpo", v); }
 
 // The group (index into names) whose label or title is name, or -1.
 static int find_group(Run *const *runs, int n, const int *group, const char *const *names, int ng, const char *name,

@@ -129,15 +129,15 @@ typedef struct {
     // pair has a sampled eval; -1: the pairs differ in it)
     Estimate sampled_ratio;
     int sampled_pairs, sampled_k;
-} Verdict;
+} FindingVerdict;
 
 // The checks of the finding for runs (GRPO runs: group grpo, Dr. GRPO: dr_grpo; other groups
 // are left out; at most 256 runs are read). Returns v->checks.
-int finding_verdict(Run *const *runs, int n, Verdict *v);
+int finding_verdict(Run *const *runs, int n, FindingVerdict *v);
 
 // The same checks with the runs of group `test` in GRPO's place and those of group `ref` in
 // Dr. GRPO's (group labels, Run.objective). Returns v->checks (0 if either has no run).
-int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, Verdict *v);
+int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, FindingVerdict *v);
 
 // The comparisons `grpolab summary` makes (docs/cli.md): against = NULL: grpo against
 // dr_grpo where both groups exist, else, where a group is the 2x2's Dr. GRPO corner

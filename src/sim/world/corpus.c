@@ -124,9 +124,9 @@ typedef struct {
     char *s;
     size_t len, cap;
     int overflow;
-} Buf;
+} BoundedText;
 
-GL_PRINTF(2, 3) static void put(Buf *b, const char *fmt, ...) {
+GL_PRINTF(2, 3) static void put(BoundedText *b, const char *fmt, ...) {
     if (b->overflow) return;
     va_list ap;
     va_start(ap, fmt);
@@ -141,7 +141,7 @@ GL_PRINTF(2, 3) static void put(Buf *b, const char *fmt, ...) {
 }
 
 typedef struct {
-    Buf *buf;
+    BoundedText *buf;
     Template format;
     int items;  // reasoning items written so far
 } Writer;
@@ -240,13 +240,13 @@ static int64_t write_guess(Writer *w, WorldRng *r, const Task *task) {
 // Loop attempts and re-checks past the context are not written, the document is cut there
 // (tags are the only multi-character tokens, and before the ending a draft holds at most
 // one: tokens > characters - 8).
-static int past_context(const Buf *b, const CorpusParams *p) {
+static int past_context(const BoundedText *b, const CorpusParams *p) {
     return b->len >= (size_t)p->max_doc_tokens + 256;
 }
 
 // Writes the response of one draft into b; fills the behaviour counters of info.
 static void write_response(const CorpusParams *p, WorldRng *r, const Task *task, Template fmt,
-                           int off_style, Buf *b, DocInfo *info) {
+                           int off_style, BoundedText *b, DocInfo *info) {
     WorldStep st[MAX_STEPS];
     int n = world_steps(task->question, st, MAX_STEPS);
     if (n < 1) die("corpus: cannot parse question '%s'", task->question);
@@ -417,7 +417,7 @@ int corpus_general_text(uint64_t seed, int64_t index, int max_tokens, char *out,
     WorldRng r = world_rng(seed, PURPOSE_CORPUS_TEXT, index);
     int target = world_rng_int(&r, GENERAL_MIN_TOKENS, GENERAL_MAX_TOKENS);
     if (target > max_tokens - 1) target = max_tokens - 1;  // one token for <eos>
-    Buf b = {out, 0, cap, 0};
+    BoundedText b = {out, 0, cap, 0};
     if (cap) out[0] = '\0';
     int words = 0;  // in the sentence
     for (;;) {
@@ -519,7 +519,7 @@ int corpus_document(const CorpusParams *p, uint64_t seed, int64_t index, char *o
         info.format = fmt;
         info.off_format = off_style != 0;
         info.retries = attempt;
-        Buf b = {draft, 0, sizeof draft, 0};
+        BoundedText b = {draft, 0, sizeof draft, 0};
         prompt_len = template_prompt(fmt, &task, draft, sizeof draft);
         if (prompt_len < 0) die("corpus: prompt does not fit");
         b.len = (size_t)prompt_len;
