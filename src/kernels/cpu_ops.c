@@ -60,6 +60,9 @@ typedef struct {
     float rope_theta;
     int rope_hd, rope_npos;
     float *rope_cos, *rope_sin;
+    // the shapes cpu_decode_rows_free has checked, and its answers
+    struct { int C, OC, same; } dec_known[64];
+    int n_dec_known;
 } CpuBackend;
 
 void *cpu_backend_init(char *err, size_t errlen) {
@@ -302,7 +305,7 @@ void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *d
 // call, a seventh of a decode step at 128 rows). Each entry is a chain of fused multiply-adds
 // from 0 over the inner dimension in order: OpenBLAS's own order for products beyond its
 // small-matrix kernels on the machines measured (docs/kernels.md "Determinism"), which
-// cpu_decode_matches_blas checks on the spot. It is that order for every row count, so a
+// decode_matches_blas checks on the spot. It is that order for every row count, so a
 // row's numbers do not depend on how many rows the product has.
 #define DEC_PANEL_V 3
 #define DEC_ROWS 8
@@ -316,13 +319,15 @@ static int dec_panel_vectors(int OC, int p) {
     return left < DEC_PANEL_V ? left : DEC_PANEL_V;
 }
 
-size_t cpu_decode_packed_floats(int C, int OC) {
+static size_t decode_packed_floats(int C, int OC) {
     size_t n = 0;
     for (int p = 0; p < dec_panels(OC); p++) n += (size_t)C * 16 * dec_panel_vectors(OC, p);
     return n;
 }
 
-void cpu_decode_pack(float *wp, const float *W, int C, int OC) {
+size_t cpu_decode_packed_floats(Backend *b, int C, int OC) { return decode_packed_floats(C, OC); }
+
+static void decode_pack(float *wp, const float *W, int C, int OC) {
     for (int p = 0; p < dec_panels(OC); p++) {
         int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
         for (int k = 0; k < C; k++, wp += w)
@@ -370,7 +375,7 @@ static void dec_tile_any(float *out, size_t ldo, const float *inp, size_t ldi, c
 #endif
 
 #ifdef __AVX512F__
-// Tile t of cpu_decode_matmul: panel t / nt, rows from DEC_ROWS (t % nt)
+// Tile t of decode_matmul: panel t / nt, rows from DEC_ROWS (t % nt)
 static inline void dec_task(float *out, const float *inp, const float *wp, int N, int C, int OC, int nt, int t) {
     int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
     int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
@@ -380,7 +385,7 @@ static inline void dec_task(float *out, const float *inp, const float *wp, int N
 }
 #endif
 
-void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC) {
+static void decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
 #ifdef __AVX512F__
     int np = dec_panels(OC), nt = (N + DEC_ROWS - 1) / DEC_ROWS;
@@ -391,7 +396,7 @@ void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int
         for (int t = 0; t < np * nt; t++) dec_task(out, inp, wp, N, C, OC, nt, t);
     }
 #else
-    // the scalar order (no AVX-512: cpu_decode_matches_blas keeps OpenBLAS in use instead)
+    // the scalar order (no AVX-512: decode_matches_blas keeps OpenBLAS in use instead)
     for (int p = 0; p < dec_panels(OC); p++) {
         int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
         size_t off = dec_panel_offset(C, p);
@@ -405,18 +410,28 @@ void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int
 #endif
 }
 
-int cpu_decode_matches_blas(int C, int OC) {
+void cpu_decode_pack(Backend *b, float *wp, const float *W, int C, int OC) {
+    decode_pack(wp, W, C, OC);
+}
+void cpu_decode_matmul(Backend *b, float *out, const float *inp, const float *wp, int N, int C,
+                       int OC) {
+    decode_matmul(out, inp, wp, N, C, OC);
+}
+
+// Whether decode_matmul gives cblas_sgemm's numbers for 64 rows of the shape on this machine
+// (0 without AVX-512, where the products run a scalar loop only as the reference).
+static int decode_matches_blas(int C, int OC) {
 #ifdef __AVX512F__
     // a product of 64 rows (OpenBLAS's regular kernels on the machines measured) of values in
     // [-2, 2) and weights in [-0.2, 0.2), as the blas-order check draws them
     const int N = 64;
     float *a = xmalloc((size_t)N * C * sizeof(float)), *w = xmalloc((size_t)OC * C * sizeof(float));
-    float *wp = xmalloc(cpu_decode_packed_floats(C, OC) * sizeof(float));
+    float *wp = xmalloc(decode_packed_floats(C, OC) * sizeof(float));
     float *o1 = xmalloc((size_t)N * OC * sizeof(float)), *o2 = xmalloc((size_t)N * OC * sizeof(float));
     for (size_t i = 0; i < (size_t)N * C; i++) a[i] = 4.0f * philox_uniform(0xdec0de, i) - 2.0f;
     for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = 0.4f * philox_uniform(0xdec0df, i) - 0.2f;
-    cpu_decode_pack(wp, w, C, OC);
-    cpu_decode_matmul(o1, a, wp, N, C, OC);
+    decode_pack(wp, w, C, OC);
+    decode_matmul(o1, a, wp, N, C, OC);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, a, C, w, C, 0.0f, o2, OC);
     int same = memcmp(o1, o2, (size_t)N * OC * sizeof(float)) == 0;
     free(a), free(w), free(wp), free(o1), free(o2);
@@ -425,6 +440,20 @@ int cpu_decode_matches_blas(int C, int OC) {
     (void)C, (void)OC;
     return 0;
 #endif
+}
+
+// decode_matches_blas once per shape and backend
+int cpu_decode_rows_free(Backend *b, int C, int OC) {
+    CpuBackend *st = b->impl;
+    for (int i = 0; i < st->n_dec_known; i++)
+        if (st->dec_known[i].C == C && st->dec_known[i].OC == OC) return st->dec_known[i].same;
+    int same = decode_matches_blas(C, OC);
+    if (st->n_dec_known < 64) {
+        st->dec_known[st->n_dec_known].C = C;
+        st->dec_known[st->n_dec_known].OC = OC;
+        st->dec_known[st->n_dec_known++].same = same;
+    }
+    return same;
 }
 
 // ---- rotary position embedding ("rotate half")
@@ -536,8 +565,6 @@ static inline float row_max(const float *x, int n) {
     return m;
 }
 
-static int attention_vector = 2;
-void cpu_attention_vector(int level) { attention_vector = level; }
 
 // The order of a decode score q . k (n = hd terms), fixed here so that it does not depend on
 // how a compiler vectorises: of the first m = 8 floor(n / 8) terms, term i is added to lane
@@ -557,11 +584,11 @@ static inline float dot_lanes8(const float *q, const float *k, int n) {
     return d;
 }
 
-// dot_lanes8 with its 8 lanes in one vector where the CPU has AVX (attention_vector >= 1): the
+// dot_lanes8 with its 8 lanes in one vector where the CPU has AVX (vec >= 1): the
 // same sums in the same order.
-static inline float dot_lanes8_any(const float *a, const float *b, int n) {
+static inline float dot_lanes8_any(int vec, const float *a, const float *b, int n) {
 #ifdef __AVX__
-    if (attention_vector >= 1) {
+    if (vec >= 1) {
         __m256 acc = _mm256_setzero_ps();
         int m = n / 8 * 8;
         for (int i = 0; i < m; i += 8)
@@ -583,11 +610,11 @@ static inline float dot_lanes8_any(const float *a, const float *b, int n) {
 // It is the order gcc 12 gave the earlier `omp simd reduction` loop with 8-float vectors,
 // so no softmax changed with it (the order of dot_lanes8 above). The AVX-512 path computes
 // 16 exponentials at a time and adds them to the lanes as two vectors of 8.
-static inline float exp_sum(float *p, int n, float maxv, float scale) {
+static inline float exp_sum(int vec, float *p, int n, float maxv, float scale) {
     float lane[8] = {0};
     int s = 0, m = n / 8 * 8;
 #ifdef __AVX512F__
-    if (attention_vector >= 2) {
+    if (vec >= 2) {
         __m512 mv = _mm512_set1_ps(maxv), sc = _mm512_set1_ps(scale);
         __m256 acc = _mm256_setzero_ps();
         for (; s + 32 <= m; s += 32) {  // two at a time: independent chains hide the latency
@@ -685,18 +712,15 @@ static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int
 //   nn_rows:      O[t][j] (+)= sum_{s=0}^{t} P[t][s] X[s][j] (O = P V, dQ += dS K),
 //   tn_acc_rows:  D[c][j] += sum_{t=c}^{L-1} P[t][c] X[t][j] (dV and dK), by blocks of rows.
 // Shorter sequences keep OpenBLAS, whose kernels for fewer rows round otherwise. The tiles
-// are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_attention_vector(0) runs
+// are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_vec(0) runs
 // the same sums as scalar loops: the reference of tests/test_kernels.c.
 // cpu_attention_own_products(0) takes OpenBLAS for every product: `make blas-order` compares
 // the two on this machine (scripts/blas_order.c).
 #define OWN_MIN_LEN ATT_BLOCK
 
-static int own_products_on = 1;
-void cpu_attention_own_products(int on) { own_products_on = on; }
-
-static inline int own_products(int L, int hd) {
+static inline int own_products(const Backend *b, int L, int hd) {
 #ifdef __AVX512F__
-    return own_products_on && L >= OWN_MIN_LEN && (hd == 32 || hd == 64);
+    return b->paths.attention_own_products && L >= OWN_MIN_LEN && (hd == 32 || hd == 64);
 #else
     return 0 * L * hd;
 #endif
@@ -732,10 +756,10 @@ static inline void transpose16(__m512 r[16]) {
 }
 #endif
 
-static void causal_bt(float *bt, const float *B, int ldb, int L, int hd) {
+static void causal_bt(int vec, float *bt, const float *B, int ldb, int L, int hd) {
     int ld = bt_ld(L);
 #ifdef __AVX512F__
-    if (attention_vector >= 2 && hd % 16 == 0) {  // blocks of 16 x 16 (ld is a multiple of 32)
+    if (vec >= 2 && hd % 16 == 0) {  // blocks of 16 x 16 (ld is a multiple of 32)
         for (int s0 = 0; s0 < ld; s0 += 16)
             for (int c0 = 0; c0 < hd; c0 += 16) {
                 __m512 r[16];
@@ -838,11 +862,11 @@ static inline __attribute__((always_inline)) void tn_acc_tile(float *acc, const 
 // Rows t0..t1-1 of S: tiles of 8 rows x 32 columns up to each tile's last row;
 // the columns a tile covers past the diagonal are written too (the callers overwrite them).
 // With mx (the forward's scores), mx[t] = max_{s <= t} S[t][s], as row_max gives it.
-static void scores_rows(int t0, int t1, int L, int hd, float alpha, const float *A, int lda,
+static void scores_rows(int vec, int t0, int t1, int L, int hd, float alpha, const float *A, int lda,
                         const float *bt, float *S, int lds, float *mx) {
     size_t ldbt = (size_t)bt_ld(L);
 #ifdef __AVX512F__
-    if (attention_vector >= 2) {
+    if (vec >= 2) {
         __m512 lmax[8], *lm = mx ? lmax : NULL;
         for (; t0 + 8 <= t1; t0 += 8) {
             for (int i = 0; i < 8; i++) lmax[i] = _mm512_set1_ps(-INFINITY);
@@ -889,11 +913,11 @@ static inline __attribute__((always_inline)) int nn_tiles(int t0, int t1, const 
 // Rows t0..t1-1 of O = P X (beta 0) or O += P X (beta 1), P zero past the diagonal: each entry
 // the chain over s = 0..t1-1 from 0 (the zeros past a row's diagonal leave it as it is), in
 // tiles of 8 rows (4 where hd = 64).
-static void nn_rows(int t0, int t1, int hd, const float *P, int ldp, const float *X, int ldx,
+static void nn_rows(int vec, int t0, int t1, int hd, const float *P, int ldp, const float *X, int ldx,
                     int beta, float *O, int ldo) {
 #ifdef __AVX512F__
-    if (attention_vector >= 2 && hd == 32) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 8, 2);
-    if (attention_vector >= 2 && hd == 64) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 4, 4);
+    if (vec >= 2 && hd == 32) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 8, 2);
+    if (vec >= 2 && hd == 64) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 4, 4);
 #endif
     for (; t0 < t1; t0++)
         for (int j = 0; j < hd; j++) {
@@ -909,9 +933,9 @@ static void nn_rows(int t0, int t1, int hd, const float *P, int ldp, const float
 // of rows from 0 on in turn on an acc of zeros, then D += acc: each entry of D gets its chain
 // over t ascending from 0 (the zeros of P above the diagonal add nothing to it), as OpenBLAS
 // sums, with P read by rows (by columns, its strided loads waited on the L3 cache).
-static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float *X, int ldx, int n, int ncol) {
+static void tn_acc_rows(int vec, float *acc, int hd, const float *P, int ldp, const float *X, int ldx, int n, int ncol) {
 #ifdef __AVX512F__
-    if (attention_vector >= 2 && (hd == 32 || hd == 64)) {
+    if (vec >= 2 && (hd == 32 || hd == 64)) {
         int step = hd == 32 ? 8 : 4;  // rows of X in registers: 16 vectors
         for (int i0 = 0; i0 < n; i0 += step) {
             int R = n - i0 < step ? n - i0 : step;
@@ -929,10 +953,10 @@ static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float
 }
 
 // x[0..n) *= s, the last partial vector masked (gcc's loop ends in scalar steps).
-static inline void scale_row(float *x, int n, float s) {
+static inline void scale_row(int vec, float *x, int n, float s) {
     int i = 0;
 #ifdef __AVX512F__
-    if (attention_vector >= 2) {
+    if (vec >= 2) {
         __m512 sv = _mm512_set1_ps(s);
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), sv));
         if (i < n) {
@@ -951,11 +975,11 @@ static inline void scale_row(float *x, int n, float s) {
 // 512-bit vectors where the CPU has them: none of its loops sums in an order that the width
 // would change (exp_sum fixes its own).
 __attribute__((target("prefer-vector-width=512")))
-static void softmax_rows(float *p, int T, int L, const float *mx) {
+static void softmax_rows(int vec, float *p, int T, int L, const float *mx) {
     for (int t = 0; t < L; t++) {
         float *pr = p + (size_t)t * T;
-        float inv = 1.0f / exp_sum(pr, t + 1, mx ? mx[t] : row_max(pr, t + 1), 1.0f);
-        scale_row(pr, t + 1, inv);
+        float inv = 1.0f / exp_sum(vec, pr, t + 1, mx ? mx[t] : row_max(pr, t + 1), 1.0f);
+        scale_row(vec, pr, t + 1, inv);
         memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
     }
 }
@@ -964,11 +988,11 @@ static void softmax_rows(float *p, int T, int L, const float *mx) {
 // zero past the diagonal to column zero_to (what the products after it read: the block's
 // end for the own ones, L for OpenBLAS's blocks).
 // rowsum(P * dP) in dot_lanes8's order (that of the `omp simd reduction` loop it replaced).
-static void softmax_backward_rows(const float *p, float *ds, int T, int zero_to, int t0, int t1,
+static void softmax_backward_rows(int vec, const float *p, float *ds, int T, int zero_to, int t0, int t1,
                                   float scale) {
     for (int t = t0; t < t1; t++) {
         const float *pr = p + (size_t)t * T;
-        float *dr = ds + (size_t)t * T, pdp = dot_lanes8_any(pr, dr, t + 1);
+        float *dr = ds + (size_t)t * T, pdp = dot_lanes8_any(vec, pr, dr, t + 1);
 #pragma omp simd
         for (int s2 = 0; s2 <= t; s2++) dr[s2] = pr[s2] * (dr[s2] - pdp) * scale;
         for (int s2 = t + 1; s2 < zero_to; s2++) dr[s2] = 0.0f;
@@ -986,6 +1010,7 @@ static void softmax_backward_rows(const float *p, float *ds, int T, int zero_to,
 void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
                            const float *v, const int *lengths, int B, int T, int NH, int NKV,
                            int hd) {
+    const int vec = b->paths.attention_vector;
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hd);
     size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
@@ -996,18 +1021,18 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int bb = 0; bb < B; bb++) {
             for (int kh = 0; kh < NKV; kh++) {
-                int L = clamp_len(lengths[bb], T), own = own_products(L, hd);
+                int L = clamp_len(lengths[bb], T), own = own_products(b, L, hd);
                 const float *kb = k + (size_t)bb * T * kvstride + (size_t)kh * hd;
                 const float *vb = v + (size_t)bb * T * kvstride + (size_t)kh * hd;
-                if (own) causal_bt(kt, kb, (int)kvstride, L, hd);
+                if (own) causal_bt(vec, kt, kb, (int)kvstride, L, hd);
                 for (int h = kh * group; h < (kh + 1) * group; h++) {
                     float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
                     const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
                     float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T, mx);
+                    if (own) scores_rows(vec, 0, L, L, hd, scale, qb, (int)qstride, kt, p, T, mx);
                     else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                    softmax_rows(p, T, L, own ? mx : NULL);
-                    if (own) nn_rows(0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
+                    softmax_rows(vec, p, T, L, own ? mx : NULL);
+                    if (own) nn_rows(vec, 0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
                     else causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
                     for (int t = L; t < T; t++) {
                         memset(p + (size_t)t * T, 0, (size_t)T * sizeof(float));
@@ -1028,6 +1053,7 @@ void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, c
 void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
                             const float *att, const float *q, const float *k, const float *v,
                             const int *lengths, int B, int T, int NH, int NKV, int hd) {
+    const int vec = b->paths.attention_vector;
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hd);
     size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
@@ -1045,8 +1071,8 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                 int L = clamp_len(lengths[bb], T);
                 if (L == 0) continue;
                 size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
-                int own = own_products(L, hd);
-                if (own && need_ds) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
+                int own = own_products(b, L, hd);
+                if (own && need_ds) causal_bt(vec, vt, v + kvoff, (int)kvstride, L, hd);
                 for (int h = kh * group; h < (kh + 1) * group; h++) {
                     const float *p = att + ((size_t)bb * NH + h) * T * T;
                     size_t qoff = (size_t)bb * T * qstride + (size_t)h * hd;
@@ -1057,12 +1083,12 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                         for (int t0 = 0, t1; t0 < L; t0 = t1) {
                             t1 = L - t0 < ATT_ROWS ? L : t0 + ATT_ROWS;
                             size_t qt = qoff + (size_t)t0 * qstride;
-                            if (dv) tn_acc_rows(accv, hd, p + (size_t)t0 * T, T, dout + qt, (int)qstride, t1 - t0, t1);
+                            if (dv) tn_acc_rows(vec, accv, hd, p + (size_t)t0 * T, T, dout + qt, (int)qstride, t1 - t0, t1);
                             if (!need_ds) continue;
-                            scores_rows(t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T, NULL);
-                            softmax_backward_rows(p, ds, T, t1, t0, t1, scale);
-                            if (dq) nn_rows(t0, t1, hd, ds, T, k + kvoff, (int)kvstride, 1, dq + qoff, (int)qstride);
-                            if (dk) tn_acc_rows(acck, hd, ds + (size_t)t0 * T, T, q + qt, (int)qstride, t1 - t0, t1);
+                            scores_rows(vec, t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T, NULL);
+                            softmax_backward_rows(vec, p, ds, T, t1, t0, t1, scale);
+                            if (dq) nn_rows(vec, t0, t1, hd, ds, T, k + kvoff, (int)kvstride, 1, dq + qoff, (int)qstride);
+                            if (dk) tn_acc_rows(vec, acck, hd, ds + (size_t)t0 * T, T, q + qt, (int)qstride, t1 - t0, t1);
                         }
                         for (int c = 0; c < L; c++)
                             for (int j = 0; j < hd; j++) {
@@ -1074,7 +1100,7 @@ void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const f
                         if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
                         if (!need_ds) continue;
                         causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
-                        softmax_backward_rows(p, ds, T, L, 0, L, scale);
+                        softmax_backward_rows(vec, p, ds, T, L, 0, L, scale);
                         if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
                         if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
                     }
@@ -1277,12 +1303,12 @@ static inline __attribute__((always_inline)) void values16(float *o, int hd, con
 
 // prob[h][s] = q_h . k_s for positions [s0, nk) of every head, in dot_lanes8's order (kb:
 // the keys of position 0 on).
-static void decode_scores(float *prob, size_t Tmax, const float *qb, const float *kb,
+static void decode_scores(int vec, float *prob, size_t Tmax, const float *qb, const float *kb,
                           size_t kvstride, int NH, int group, int hd, int s0, int nk) {
     int s = s0;
 #ifdef __AVX512F__
     // heads in pairs that share a KV head, two to a vector (their queries paired once)
-    if (attention_vector >= 2 && (hd == 32 || hd == 64) && group % 2 == 0 && NH / 2 * (hd / 8) <= 32) {
+    if (vec >= 2 && (hd == 32 || hd == 64) && group % 2 == 0 && NH / 2 * (hd / 8) <= 32) {
         __m512 qp[32];
         int HC = hd / 8;
         for (int h = 0; h < NH; h += 2)
@@ -1317,7 +1343,7 @@ static void decode_scores(float *prob, size_t Tmax, const float *qb, const float
     }
 #endif
 #ifdef __AVX2__
-    if (attention_vector && (hd == 32 || hd == 64)) {
+    if (vec && (hd == 32 || hd == 64)) {
         for (; s < nk; s += 8) {
             int n = nk - s < 8 ? nk - s : 8;  // the last block: the missing positions as zero keys
             const float *kt = kb + (size_t)s * kvstride;
@@ -1347,12 +1373,12 @@ static void decode_scores(float *prob, size_t Tmax, const float *qb, const float
 
 // out_h += sum_s p_h[s] v_s over positions [s0, nk) (vb: the values of position 0 on; ob
 // zeroed by the caller before the first range), each sum in ascending s.
-static void decode_values(float *ob, const float *prob, size_t Tmax, const float *vb,
+static void decode_values(int vec, float *ob, const float *prob, size_t Tmax, const float *vb,
                           size_t kvstride, int NH, int group, int hd, int s0, int nk) {
     if (nk <= s0) return;
 #ifdef __AVX512F__
     // all heads in one pass over the value rows where their sums fit in 16 registers
-    if (attention_vector >= 2 && (hd == 32 || hd == 64) && NH * hd <= 256) {
+    if (vec >= 2 && (hd == 32 || hd == 64) && NH * hd <= 256) {
         size_t voff[8];
         for (int h = 0; h < NH; h++) voff[h] = (size_t)(h / group) * hd;
         const float *p = prob + s0, *vr = vb + (size_t)s0 * kvstride;
@@ -1376,7 +1402,7 @@ static void decode_values(float *ob, const float *prob, size_t Tmax, const float
     }
 #endif
 #ifdef __AVX2__
-    if (attention_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
+    if (vec && ((hd == 32 && group % 2 == 0) || hd == 64)) {
         int nhb = hd == 32 ? 2 : 1;
         for (int h = 0; h < NH; h += nhb) {
             float *o = ob + (size_t)h * hd;
@@ -1400,7 +1426,7 @@ static void decode_values(float *ob, const float *prob, size_t Tmax, const float
 }
 
 // Row bb of cpu_attention_decode (prob: room for NH x Tmax scores).
-static void decode_row(float *out, float *prob, const float *q, const float *kcache, const float *vcache,
+static void decode_row(int vec, float *out, float *prob, const float *q, const float *kcache, const float *vcache,
                        const int *pos, const int *share, const int *plen, int bb, int Tmax, int NH,
                        int NKV, int hd) {
     int group = NH / NKV;
@@ -1417,19 +1443,20 @@ static void decode_row(float *out, float *prob, const float *q, const float *kca
     int np = share && share[bb] != bb ? (plen[bb] < nk ? plen[bb] : nk) : 0;
     const float *ks = np ? kcache + (size_t)share[bb] * Tmax * kvstride : kb;
     const float *vs = np ? vcache + (size_t)share[bb] * Tmax * kvstride : vb;
-    decode_scores(prob, (size_t)Tmax, qb, ks, kvstride, NH, group, hd, 0, np);
-    decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
+    decode_scores(vec, prob, (size_t)Tmax, qb, ks, kvstride, NH, group, hd, 0, np);
+    decode_scores(vec, prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
     for (int h = 0; h < NH; h++) {  // softmax of each head's scores
         float *p = prob + (size_t)h * Tmax;
-        scale_row(p, nk, 1.0f / exp_sum(p, nk, row_max(p, nk), scale));
+        scale_row(vec, p, nk, 1.0f / exp_sum(vec, p, nk, row_max(p, nk), scale));
     }
-    decode_values(ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
-    decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
+    decode_values(vec, ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
+    decode_values(vec, ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
 }
 
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, const int *share, const int *plen,
                           int B, int Tmax, int NH, int NKV, int hd) {
+    const int vec = b->paths.attention_vector;
     size_t nprob = (size_t)NH * Tmax + 1;
     if (par_team((size_t)B * NH * Tmax * hd)) {
 #pragma omp parallel
@@ -1437,13 +1464,13 @@ void cpu_attention_decode(Backend *b, float *out, const float *q, const float *k
             float *prob = xmalloc(nprob * sizeof(float));  // (NH, Tmax)
 #pragma omp for schedule(dynamic, 2)
             for (int bb = 0; bb < B; bb++)
-                decode_row(out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
+                decode_row(vec, out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
             free(prob);
         }
     } else {
         float *prob = xmalloc(nprob * sizeof(float));
         for (int bb = 0; bb < B; bb++)
-            decode_row(out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
+            decode_row(vec, out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
         free(prob);
     }
 }
@@ -1498,7 +1525,7 @@ static void swiglu16_range(float *y, float *dup, const float *dout, const float 
 }
 
 // swiglu16_range over n elements: on a team (par_team), each thread a share of whole vectors.
-static void swiglu16(float *y, float *dup, const float *dout, const float *gate, const float *up,
+static void swiglu16(int vec, float *y, float *dup, const float *dout, const float *gate, const float *up,
                      size_t n) {
     if (!par_team(n)) {
         swiglu16_range(y, dup, dout, gate, up, 0, n);
@@ -1516,9 +1543,10 @@ static void swiglu16(float *y, float *dup, const float *dout, const float *gate,
 // SwiGLU's loops are elementwise: 512-bit vectors where the CPU has them round alike.
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
+    const int vec = b->paths.attention_vector;
 #ifdef __AVX512F__
-    if (attention_vector >= 2) {
-        swiglu16(out, NULL, NULL, gate, up, n);
+    if (vec >= 2) {
+        swiglu16(vec, out, NULL, NULL, gate, up, n);
         return;
     }
 #endif
@@ -1535,9 +1563,10 @@ void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n) {
+    const int vec = b->paths.attention_vector;
 #ifdef __AVX512F__
-    if (dgate && dup && attention_vector >= 2) {
-        swiglu16(dgate, dup, dout, gate, up, n);
+    if (dgate && dup && vec >= 2) {
+        swiglu16(vec, dgate, dup, dout, gate, up, n);
         return;
     }
 #endif
