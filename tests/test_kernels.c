@@ -13,7 +13,6 @@
 
 #include "common.h"
 #include "kernels/kernels.h"
-#include "kernels/kernels.h"
 #include "test_util.h"
 
 static Backend *bk;
