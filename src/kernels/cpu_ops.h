@@ -1,5 +1,6 @@
-// cpu_ops.h: the float32 CPU reference implementation of every op in kernels.h
-// (same contracts; see there). OpenMP over rows, CBLAS (OpenBLAS) for matrix products.
+// cpu_ops.h: the CPU backend's implementation of every op in kernels.h (cpu_ops.c,
+// cpu_attention.c; same contracts, see there): OpenMP over rows, CBLAS (OpenBLAS) for matrix
+// products, AVX-512 kernels where the CPU has them. Only backend.c calls these.
 #ifndef GRPOLAB_CPU_OPS_H
 #define GRPOLAB_CPU_OPS_H
 
