@@ -11,13 +11,13 @@
 //    rows, against 8192)? The sampler prefills each distinct prompt once, and on OpenBLAS
 //    compacts its decode batch down to that many rows; a response is the full batch's only
 //    if so.
-// It also says whether the decode's own products (cpu_decode_matmul) give OpenBLAS's numbers
+// It also says whether the decode's own products (kn_decode_matmul) give OpenBLAS's numbers
 // on those shapes, which grpolab checks for itself (src/sim/model/model.c): informational.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu_ops.h"
+#include "kernels/kernels.h"
 #include "kernels/kernels.h"
 #include "sim/io/libenv.h"
 #include "sim/model/sampler.h"
@@ -31,7 +31,7 @@ static float uniform(float lo, float hi) {
 int main(int argc, char **argv) {
     (void)argc;
     libenv_reexec(argv);  // OpenBLAS's kernels as grpolab runs them
-    printf("blas_order: %s\n", cpu_blas_config());
+    printf("blas_order: %s\n", backend_blas_config());
     char err[256];
     Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
     if (!bk) return fprintf(stderr, "blas_order: %s\n", err), 2;
@@ -52,13 +52,13 @@ int main(int argc, char **argv) {
             size_t m[5] = {(size_t)B * T * NH * hd, (size_t)B * NH * T * T, (size_t)B * T * NH * hd,
                            (size_t)B * T * NKV * hd, (size_t)B * T * NKV * hd};
             for (int w = 0; w < 2; w++) {
-                cpu_attention_own_products(w == 0);
+                bk->paths.attention_own_products = w == 0;
                 for (int i = 2; i < 5; i++) memset(out[w][i], 0, m[i] * sizeof(float));
                 kn_attention_forward(bk, out[w][0], out[w][1], q, k, v, len, B, T, NH, NKV, hd);
                 kn_attention_backward(bk, out[w][2], out[w][3], out[w][4], dout, out[w][1], q, k, v,
                                       len, B, T, NH, NKV, hd);
             }
-            cpu_attention_own_products(1);
+            bk->paths.attention_own_products = 1;
             int side = L >= 64;
             for (int i = 0; i < 5; i++)
                 for (size_t j = 0; j < m[i]; j++) {
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     // 3. the decode's own products (informational: grpolab checks them itself when it makes a
     //    model and decodes on OpenBLAS, with its 32-row floor, where they differ)
     int own = 1;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) own = own && cpu_decode_matches_blas(shapes[s][1], shapes[s][0]);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) own = own && kn_decode_rows_free(bk, shapes[s][1], shapes[s][0]);
     printf(own ? "blas-order: the decode's own products give OpenBLAS's numbers on these shapes (grpolab decodes "
                  "with them, its batches down to their running rows)\n"
                : "blas-order: the decode's own products do not give OpenBLAS's numbers on every shape here "

@@ -419,8 +419,8 @@ static void test_attention_decode(void **state) {
     size_t ncache = (size_t)B * Tmax * NKV * hd;
     Pair kc = pair_rand(ncache, 600, -1, 1), vc = pair_rand(ncache, 601, -1, 1);
     Pair q = pair_rand((size_t)B * NH * hd, 602, -1, 1), out = pair_out((size_t)B * NH * hd);
-    kn_attention_decode(g_cpu, out.c, q.c, kc.c, vc.c, pos.c, B, Tmax, NH, NKV, hd);
-    kn_attention_decode(g_gpu, out.g, q.g, kc.g, vc.g, pos.g, B, Tmax, NH, NKV, hd);
+    kn_attention_decode(g_cpu, out.c, q.c, kc.c, vc.c, pos.c, NULL, NULL, B, Tmax, NH, NKV, hd);
+    kn_attention_decode(g_gpu, out.g, q.g, kc.g, vc.g, pos.g, NULL, NULL, B, Tmax, NH, NKV, hd);
     check_pair("attention decode", out, TOL);
     ipair_free(&pos);
     pair_free(&kc);
@@ -895,7 +895,7 @@ static void test_empty_sizes(void **state) {
     kn_attention_forward(g_gpu, f, f, f, f, f, i, 0, 4, 2, 1, 8);
     kn_attention_backward(g_gpu, f, f, f, f, f, f, f, f, i, 0, 4, 2, 1, 8);
     kn_kv_store(g_gpu, f, f, i, i, 0, 1, 4, 8);
-    kn_attention_decode(g_gpu, f, f, f, f, i, 0, 4, 2, 1, 8);
+    kn_attention_decode(g_gpu, f, f, f, f, i, NULL, NULL, 0, 4, 2, 1, 8);
     kn_swiglu_forward(g_gpu, f, f, f, 0);
     kn_swiglu_backward(g_gpu, f, f, f, f, f, 0);
     kn_logprob_forward(g_gpu, f, f, f, f, f, i, 0, 8, 8);

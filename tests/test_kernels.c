@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "common.h"
-#include "kernels/cpu_ops.h"
 #include "kernels/kernels.h"
 #include "test_util.h"
 
@@ -533,12 +532,12 @@ static void test_attention_vector_matches_scalar(void **state) {
             dq[path] = fnew(nq);
             dk[path] = fnew(nkv);
             dv[path] = fnew(nkv);
-            cpu_attention_vector(path == 0 ? 2 : 0);
+            bk->paths.attention_vector = path == 0 ? 2 : 0;
             kn_attention_forward(bk, out[path], att[path], q, k, v, cases[ci].len, B, T, NH, NKV, hd);
             kn_attention_backward(bk, dq[path], dk[path], dv[path], dout, att[path], q, k, v,
                                   cases[ci].len, B, T, NH, NKV, hd);
         }
-        cpu_attention_vector(2);
+        bk->paths.attention_vector = 2;
         assert_memory_equal(out[0], out[1], nq * sizeof(float));
         assert_memory_equal(att[0], att[1], natt * sizeof(float));
         assert_memory_equal(dq[0], dq[1], nq * sizeof(float));
@@ -572,11 +571,11 @@ static void test_attention_vector_matches_scalar(void **state) {
 
 // ---- KV cache + decoding step
 
-// The decode's own products (cpu_decode_matmul, on weights packed by cpu_decode_pack) give
+// The decode's own products (kn_decode_matmul, on weights packed by kn_decode_pack) give
 // every entry as a chain of fused multiply-adds from 0 in the inner dimension's order, bit
 // for bit, whatever the row count: rows 1 to 21 (whole tiles of 8 and remainders), output
 // sizes around the packed panels' 16-float vectors and 48-float panels, inner sizes 1 to 344.
-// On 1 and 2 threads. Where the machine's OpenBLAS sums so (cpu_decode_matches_blas), a
+// On 1 and 2 threads. Where the machine's OpenBLAS sums so (kn_decode_rows_free), a
 // product of 64 rows also equals cblas_sgemm's.
 static void test_decode_matmul_is_fma_chain(void **state) {
     const int outs[] = {1, 13, 16, 17, 47, 48, 49, 58, 64, 100, 128, 344}, ins[] = {1, 5, 16, 128, 344};
@@ -586,16 +585,16 @@ static void test_decode_matmul_is_fma_chain(void **state) {
         for (size_t ii = 0; ii < sizeof ins / sizeof *ins; ii++) {
             int OC = outs[oi], C = ins[ii], NMAX = 21;
             float *a = xmalloc((size_t)NMAX * C * sizeof(float)), *w = xmalloc((size_t)OC * C * sizeof(float));
-            float *wp = xmalloc(cpu_decode_packed_floats(C, OC) * sizeof(float));
+            float *wp = xmalloc(kn_decode_packed_floats(bk, C, OC) * sizeof(float));
             float *o = xmalloc((size_t)NMAX * OC * sizeof(float));
             tu_fill_uniform(a, (size_t)NMAX * C, 71 + OC, -2, 2);
             tu_fill_uniform(w, (size_t)OC * C, 72 + C, -0.5f, 0.5f);
-            cpu_decode_pack(wp, w, C, OC);
+            kn_decode_pack(bk, wp, w, C, OC);
             for (int threads = 1; threads <= 2; threads++) {
                 omp_set_num_threads(threads);
                 for (int n = 1; n <= NMAX; n++) {
                     memset(o, 0xff, (size_t)NMAX * OC * sizeof(float));
-                    cpu_decode_matmul(o, a, wp, n, C, OC);
+                    kn_decode_matmul(bk, o, a, wp, n, C, OC);
                     for (int r = 0; r < n; r++)
                         for (int j = 0; j < OC; j++) {
                             float acc = 0.0f;
@@ -617,7 +616,7 @@ static void test_decode_matmul_is_fma_chain(void **state) {
         }
     omp_set_num_threads(saved);
     printf("  %ld entries equal their chains; OpenBLAS sums 128 x 128 and 344 x 128 so here: %d, %d\n",
-           checked, cpu_decode_matches_blas(128, 128), cpu_decode_matches_blas(128, 344));
+           checked, kn_decode_rows_free(bk, 128, 128), kn_decode_rows_free(bk, 344, 128));
 }
 
 // The decode's vector paths (head sizes 32 and 64; 256-bit, and 512-bit where the build has
@@ -639,10 +638,10 @@ static void test_decode_vector_matches_scalar(void **state) {
         for (int b = 0; b < B; b++) pos[b] = b;  // row b attends to b + 1 positions
         for (int level = 0; level < 3; level++) {  // scalar, 256-bit, widest
             o[level] = fnew(nq);
-            cpu_attention_vector(level);
-            kn_attention_decode(bk, o[level], q, kc, vc, pos, B, Tmax, NH, NKV, hd);
+            bk->paths.attention_vector = level;
+            kn_attention_decode(bk, o[level], q, kc, vc, pos, NULL, NULL, B, Tmax, NH, NKV, hd);
         }
-        cpu_attention_vector(2);
+        bk->paths.attention_vector = 2;
         assert_memory_equal(o[1], o[0], nq * sizeof(float));
         assert_memory_equal(o[2], o[0], nq * sizeof(float));
         free(q);
@@ -681,7 +680,7 @@ static void test_kv_decode(void **state) {
         kn_kv_store(bk, kc, krow, pos, one, B, 1, Tmax, (int)W);
         kn_kv_store(bk, vc, vrow, pos, one, B, 1, Tmax, (int)W);
         for (int i = 0; i < B * NH * hd; i++) ot[i] = 5.0f;  // stale values must go
-        kn_attention_decode(bk, ot, qt, kc, vc, pos, B, Tmax, NH, NKV, hd);
+        kn_attention_decode(bk, ot, qt, kc, vc, pos, NULL, NULL, B, Tmax, NH, NKV, hd);
         for (int b = 0; b < B; b++) {
             const float *want = out + (b * T + t) * NH * hd;  // zeros for padding rows
             double e = tu_rel_err(ot + b * NH * hd, want, NH * hd);
@@ -773,11 +772,11 @@ static void test_swiglu_vector_matches_scalar(void **state) {
         out[path] = fnew(n);
         dg[path] = fnew(n);
         du[path] = fnew(n);
-        cpu_attention_vector(path == 0 ? 2 : 0);
+        bk->paths.attention_vector = path == 0 ? 2 : 0;
         kn_swiglu_forward(bk, out[path], gate, up, n);
         kn_swiglu_backward(bk, dg[path], du[path], dout, gate, up, n);
     }
-    cpu_attention_vector(2);
+    bk->paths.attention_vector = 2;
     assert_memory_equal(out[0], out[1], n * sizeof(float));
     assert_memory_equal(dg[0], dg[1], n * sizeof(float));
     assert_memory_equal(du[0], du[1], n * sizeof(float));

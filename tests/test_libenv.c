@@ -4,7 +4,7 @@
 // binary itself (tests/libenv_init.c).
 #include "test_util.h"
 
-#include "kernels/cpu_ops.h"
+#include "kernels/kernels.h"
 #include "sim/io/libenv.h"
 
 static int cpu_has_avx2_fma(void) {
@@ -52,8 +52,8 @@ static void test_version_names_kernels_not_fallback(void **state) {
     }
     assert_null(strstr(line, " Prescott "));
     // the same in this process, which tests/libenv_init.c started as grpolab starts
-    printf("  this test binary: %s\n", cpu_blas_core());
-    assert_string_not_equal(cpu_blas_core(), "Prescott");
+    printf("  this test binary: %s\n", backend_blas_core());
+    assert_string_not_equal(backend_blas_core(), "Prescott");
 }
 
 static void test_user_choice_kept(void **state) {

@@ -262,11 +262,11 @@ static void test_own_decode_products_match_openblas(void **state) {
             generation_free(&own), generation_free(&floor32), generation_free(&ref);
             break;
         }
-        model_decode_own_products(0);
+        model_backend(model)->paths.decode_own_products = 0;
         sampler_generate(model, &sc, pr, pl, NB, TB, 900, &floor32);
         sc.no_compact = 1;
         sampler_generate(model, &sc, pr, pl, NB, TB, 900, &ref);
-        model_decode_own_products(1);
+        model_backend(model)->paths.decode_own_products = 1;
         assert_same_generation(&own, &ref, NB, BUDGET_C);
         assert_same_generation(&floor32, &ref, NB, BUDGET_C);
         printf("  %d thread(s), %s: rows decoded %ld with the own products, %ld on OpenBLAS, %ld in "
@@ -285,9 +285,9 @@ static void test_own_decode_products_match_openblas(void **state) {
 static void generate_sharing(int share, const SamplerConfig *sc, const int *pr, const int *pl,
                              int n, int T, Generation *g) {
     generation_alloc(g, n, sc->max_new_tokens);
-    model_prefill_share_prompts(share);
+    model_backend(model)->paths.share_prompts = share;
     sampler_generate(model, sc, pr, pl, n, T, 700, g);
-    model_prefill_share_prompts(1);
+    model_backend(model)->paths.share_prompts = 1;
 }
 
 // Groups of responses share their prompt: the prefill runs each distinct prompt once and

@@ -12,6 +12,9 @@
 #include "cuda_ops.h"
 #endif
 
+const char *backend_blas_config(void) { return cpu_blas_config(); }
+const char *backend_blas_core(void) { return cpu_blas_core(); }
+
 const char *backend_name(BackendKind kind) { return kind == BACKEND_CUDA ? "cuda" : "cpu"; }
 
 int backend_parse(const char *s, BackendKind *out) {
@@ -52,6 +55,12 @@ Backend *backend_create(BackendKind kind, char *err, size_t errlen) {
     Backend *b = xcalloc(1, sizeof *b);
     b->kind = kind;
     b->impl = impl;
+    int cpu = kind == BACKEND_CPU;
+    b->paths = (BackendPaths){.attention_vector = 2,
+                              .attention_own_products = 1,
+                              .decode_own_products = cpu,
+                              .share_prompts = cpu,
+                              .split_decode = cpu};
     return b;
 }
 
@@ -192,15 +201,28 @@ void kn_kv_store(Backend *b, float *cache, const float *src, const int *start, c
     DISPATCH(kv_store, cache, src, start, count, B, T, Tmax, W);
 }
 void kn_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
-                         const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
-                         int hd) {
+                         const float *vcache, const int *pos, const int *share, const int *plen,
+                         int B, int Tmax, int NH, int NKV, int hd) {
 #ifdef GRPOLAB_CUDA
-    if (b->kind == BACKEND_CUDA) {
+    if (b->kind == BACKEND_CUDA) {  // a shared prompt is the same numbers in every row's cache
         cuda_attention_decode(b, out, q, kcache, vcache, pos, B, Tmax, NH, NKV, hd);
         return;
     }
 #endif
-    cpu_attention_decode(b, out, q, kcache, vcache, pos, NULL, NULL, B, Tmax, NH, NKV, hd);
+    cpu_attention_decode(b, out, q, kcache, vcache, pos, share, plen, B, Tmax, NH, NKV, hd);
+}
+size_t kn_decode_packed_floats(Backend *b, int C, int OC) {
+    DISPATCH_RET(decode_packed_floats, C, OC);
+}
+void kn_decode_pack(Backend *b, float *wp, const float *W, int C, int OC) {
+    DISPATCH(decode_pack, wp, W, C, OC);
+}
+void kn_decode_matmul(Backend *b, float *out, const float *inp, const float *wp, int N, int C,
+                      int OC) {
+    DISPATCH(decode_matmul, out, inp, wp, N, C, OC);
+}
+int kn_decode_rows_free(Backend *b, int C, int OC) {
+    DISPATCH_RET(decode_rows_free, C, OC);
 }
 void kn_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
     DISPATCH(swiglu_forward, out, gate, up, n);

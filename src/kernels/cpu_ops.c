@@ -1,4 +1,6 @@
-// cpu_ops.c: the float32 CPU reference implementation of every op in kernels.h.
+// cpu_ops.c: the float32 CPU implementation of the ops of kernels.h but attention's
+// (cpu_attention.c): the fast paths whose numbers the run logs hold. The plain reference that
+// the tests hold them to is cpu_ref.c.
 //
 // Matrix products go to CBLAS (OpenBLAS); everything else is plain loops, parallel
 // over rows / sequences / heads with OpenMP and written so the compiler can vectorise
@@ -26,6 +28,7 @@
 
 #include "../common.h"
 #include "objective.h"
+#include "cpu_internal.h"
 #include "cpu_ops.h"
 #include "philox.h"
 
@@ -39,28 +42,8 @@
 #define EMBED_COL_BLOCK 32
 // Elements per partial sum of kn_sum_squares.
 #define SUMSQ_BLOCK 16384
-// Below about this many flops / elements a loop runs on one thread (fork/join costs more).
-#define PAR_MIN 8192
-
-// Whether a kernel's loop over `work` floats runs on a team of threads. Below PAR_MIN, on one
-// thread, or inside another parallel region (the sampler's and the update's batches of one
-// thread each, where a team would have one thread) it runs on the calling thread without
-// entering a region: libgomp's parallel region costs about half a microsecond and two futex
-// calls even with a team of one, and a decode step calls the kernels below ~80 times. The
-// loops do the same work in the same order either way.
-static inline int par_team(size_t work) {
-    return work >= PAR_MIN && omp_get_max_threads() > 1 && !omp_in_parallel();
-}
-
 // Positions below this get their RoPE cos/sin from a table, the others are computed.
 #define ROPE_TABLE_MAX 65536
-
-typedef struct {
-    // RoPE cos/sin for one (theta, hd), positions [0, rope_npos): (npos, hd/2) each
-    float rope_theta;
-    int rope_hd, rope_npos;
-    float *rope_cos, *rope_sin;
-} CpuBackend;
 
 void *cpu_backend_init(char *err, size_t errlen) {
     (void)err;
@@ -75,65 +58,6 @@ void cpu_backend_free(void *impl) {
     free(st->rope_sin);
     free(st);
 }
-
-// exp(x) that gcc vectorises (it leaves calls to libm's expf scalar unless -fno-math-errno):
-// x = n ln2 + r, n = round(x / ln2), |r| <= ln2/2 (Cody-Waite ln2 split), e^r by the
-// Cephes expf polynomial, times 2^n assembled in the exponent bits. Max relative error
-// ~1.5 ulp. Saturates at e^88 above, flushes to 0 below -87 (e^-87 = 1.6e-38); NaN -> NaN.
-// Rounding uses the 1.5*2^23 trick, so this file must not be built with -ffast-math.
-static inline float exp_fast(float x) {
-    float xc = x > -87.0f ? (x < 88.0f ? x : 88.0f) : -87.0f;  // NaN -> -87, restored below
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union {
-        float f;
-        int32_t i;
-    } scale = {.i = ((int32_t)n + 127) << 23};
-    float y = p * scale.f;
-    return x != x ? x : (x < -87.0f ? 0.0f : y);
-}
-
-#ifdef __AVX512F__
-// exp_fast of 16 floats: the same operations in the same order (no fused multiply-adds), so
-// each lane equals exp_fast of its float bit for bit (checked for all 2^32 floats). min/max
-// clamp as exp_fast's compares do for every number; a NaN lane gets another clamped value,
-// but returns the NaN. The scaling by 2^n is vscalefps: the exact product p 2^n rounded once,
-// as the multiplication by the float 2^n rounds it, subnormal results included. The lanes
-// below -87 or NaN are set apart only when a vector has one.
-static inline __m512 exp_fast16(__m512 x) {
-    __m512 xc = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
-    __m512 big = _mm512_set1_ps(12582912.0f);
-    __m512 n = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), big), big);
-    __m512 r = _mm512_add_ps(_mm512_sub_ps(xc, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
-                             _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
-    __m512 p = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(1.9875691500e-4f), r),
-                             _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
-    __m512 y = _mm512_scalef_ps(p, n);  // p 2^n, rounded once as p times the float 2^n is
-    if (__builtin_expect(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NGE_UQ) != 0, 0)) {
-        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), y);  // x < -87: 0
-        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);                   // NaN: x
-    }
-    return y;
-}
-
-// The first n of 16 lanes (none for n <= 0, all for n >= 16): a masked vector's valid floats.
-static inline __mmask16 first_lanes(long n) {
-    unsigned k = n <= 0 ? 0u : n >= 16 ? 16u : (unsigned)n;  // clamped, so no branch is needed
-    return (__mmask16)((1u << k) - 1);
-}
-
-// The low and the high 8 floats of a vector of 16.
-static inline __m256 lo8(__m512 v) { return _mm512_castps512_ps256(v); }
-static inline __m256 hi8(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
-#endif
 
 // ---- elementwise
 
@@ -302,7 +226,7 @@ void cpu_matmul_backward(Backend *b, float *dinp, float *dweight, const float *d
 // call, a seventh of a decode step at 128 rows). Each entry is a chain of fused multiply-adds
 // from 0 over the inner dimension in order: OpenBLAS's own order for products beyond its
 // small-matrix kernels on the machines measured (docs/kernels.md "Determinism"), which
-// cpu_decode_matches_blas checks on the spot. It is that order for every row count, so a
+// decode_matches_blas checks on the spot. It is that order for every row count, so a
 // row's numbers do not depend on how many rows the product has.
 #define DEC_PANEL_V 3
 #define DEC_ROWS 8
@@ -316,13 +240,15 @@ static int dec_panel_vectors(int OC, int p) {
     return left < DEC_PANEL_V ? left : DEC_PANEL_V;
 }
 
-size_t cpu_decode_packed_floats(int C, int OC) {
+static size_t decode_packed_floats(int C, int OC) {
     size_t n = 0;
     for (int p = 0; p < dec_panels(OC); p++) n += (size_t)C * 16 * dec_panel_vectors(OC, p);
     return n;
 }
 
-void cpu_decode_pack(float *wp, const float *W, int C, int OC) {
+size_t cpu_decode_packed_floats(Backend *b, int C, int OC) { return decode_packed_floats(C, OC); }
+
+static void decode_pack(float *wp, const float *W, int C, int OC) {
     for (int p = 0; p < dec_panels(OC); p++) {
         int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
         for (int k = 0; k < C; k++, wp += w)
@@ -370,7 +296,7 @@ static void dec_tile_any(float *out, size_t ldo, const float *inp, size_t ldi, c
 #endif
 
 #ifdef __AVX512F__
-// Tile t of cpu_decode_matmul: panel t / nt, rows from DEC_ROWS (t % nt)
+// Tile t of decode_matmul: panel t / nt, rows from DEC_ROWS (t % nt)
 static inline void dec_task(float *out, const float *inp, const float *wp, int N, int C, int OC, int nt, int t) {
     int p = t / nt, r0 = t % nt * DEC_ROWS, V = dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
     int R = N - r0 < DEC_ROWS ? N - r0 : DEC_ROWS, last = OC - o0 - 16 * (V - 1);
@@ -380,7 +306,7 @@ static inline void dec_task(float *out, const float *inp, const float *wp, int N
 }
 #endif
 
-void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC) {
+static void decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
 #ifdef __AVX512F__
     int np = dec_panels(OC), nt = (N + DEC_ROWS - 1) / DEC_ROWS;
@@ -391,7 +317,7 @@ void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int
         for (int t = 0; t < np * nt; t++) dec_task(out, inp, wp, N, C, OC, nt, t);
     }
 #else
-    // the scalar order (no AVX-512: cpu_decode_matches_blas keeps OpenBLAS in use instead)
+    // the scalar order (no AVX-512: decode_matches_blas keeps OpenBLAS in use instead)
     for (int p = 0; p < dec_panels(OC); p++) {
         int w = 16 * dec_panel_vectors(OC, p), o0 = p * 16 * DEC_PANEL_V;
         size_t off = dec_panel_offset(C, p);
@@ -405,18 +331,28 @@ void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int
 #endif
 }
 
-int cpu_decode_matches_blas(int C, int OC) {
+void cpu_decode_pack(Backend *b, float *wp, const float *W, int C, int OC) {
+    decode_pack(wp, W, C, OC);
+}
+void cpu_decode_matmul(Backend *b, float *out, const float *inp, const float *wp, int N, int C,
+                       int OC) {
+    decode_matmul(out, inp, wp, N, C, OC);
+}
+
+// Whether decode_matmul gives cblas_sgemm's numbers for 64 rows of the shape on this machine
+// (0 without AVX-512, where the products run a scalar loop only as the reference).
+static int decode_matches_blas(int C, int OC) {
 #ifdef __AVX512F__
     // a product of 64 rows (OpenBLAS's regular kernels on the machines measured) of values in
     // [-2, 2) and weights in [-0.2, 0.2), as the blas-order check draws them
     const int N = 64;
     float *a = xmalloc((size_t)N * C * sizeof(float)), *w = xmalloc((size_t)OC * C * sizeof(float));
-    float *wp = xmalloc(cpu_decode_packed_floats(C, OC) * sizeof(float));
+    float *wp = xmalloc(decode_packed_floats(C, OC) * sizeof(float));
     float *o1 = xmalloc((size_t)N * OC * sizeof(float)), *o2 = xmalloc((size_t)N * OC * sizeof(float));
     for (size_t i = 0; i < (size_t)N * C; i++) a[i] = 4.0f * philox_uniform(0xdec0de, i) - 2.0f;
     for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = 0.4f * philox_uniform(0xdec0df, i) - 0.2f;
-    cpu_decode_pack(wp, w, C, OC);
-    cpu_decode_matmul(o1, a, wp, N, C, OC);
+    decode_pack(wp, w, C, OC);
+    decode_matmul(o1, a, wp, N, C, OC);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, a, C, w, C, 0.0f, o2, OC);
     int same = memcmp(o1, o2, (size_t)N * OC * sizeof(float)) == 0;
     free(a), free(w), free(wp), free(o1), free(o2);
@@ -425,6 +361,20 @@ int cpu_decode_matches_blas(int C, int OC) {
     (void)C, (void)OC;
     return 0;
 #endif
+}
+
+// decode_matches_blas once per shape and backend
+int cpu_decode_rows_free(Backend *b, int C, int OC) {
+    CpuBackend *st = b->impl;
+    for (int i = 0; i < st->n_dec_known; i++)
+        if (st->dec_known[i].C == C && st->dec_known[i].OC == OC) return st->dec_known[i].same;
+    int same = decode_matches_blas(C, OC);
+    if (st->n_dec_known < 64) {
+        st->dec_known[st->n_dec_known].C = C;
+        st->dec_known[st->n_dec_known].OC = OC;
+        st->dec_known[st->n_dec_known++].same = same;
+    }
+    return same;
 }
 
 // ---- rotary position embedding ("rotate half")
@@ -513,941 +463,6 @@ void cpu_rope_backward(Backend *b, float *dx, const int *pos, int N, int NH, int
     rope_apply(b, dx, pos, N, NH, hd, theta, -1.0f);
 }
 
-// ---- attention
-// One task is one (sequence, KV head): the query heads that share the KV head run in it,
-// so the backward accumulates dk/dv without races and in a fixed order. The T x T products
-// are sgemms on the task's thread.
-
-static inline int clamp_len(int len, int T) { return len < 0 ? 0 : (len > T ? T : len); }
-
-// max(x[0..n)) in 16 lanes, so that the compares do not wait on one another (a single
-// running maximum waits on each compare's latency). The maximum of finite values is exact in
-// any order; of equal zeros it may be the other sign, which no caller can tell apart (they
-// take x - max). NaNs are skipped, as by one running `x > m ? x : m`.
-static inline float row_max(const float *x, int n) {
-    float lane[16], m = -INFINITY;
-    for (int i = 0; i < 16; i++) lane[i] = -INFINITY;
-    int s = 0;
-    for (; s + 16 <= n; s += 16)
-#pragma omp simd
-        for (int i = 0; i < 16; i++) lane[i] = x[s + i] > lane[i] ? x[s + i] : lane[i];
-    for (; s < n; s++) m = x[s] > m ? x[s] : m;
-    for (int i = 0; i < 16; i++) m = lane[i] > m ? lane[i] : m;
-    return m;
-}
-
-static int attention_vector = 2;
-void cpu_attention_vector(int level) { attention_vector = level; }
-
-// The order of a decode score q . k (n = hd terms), fixed here so that it does not depend on
-// how a compiler vectorises: of the first m = 8 floor(n / 8) terms, term i is added to lane
-// i % 8 in ascending i; the terms m..n-1 are then added to lane 0 in order; each product is
-// rounded before its sum (this file is built without contraction to fused multiply-adds,
-// -std=c11), and the 8 lanes are summed in order 0..7 onto +0. It is the order gcc 12 gave
-// the earlier `omp simd reduction` loop with 8-float vectors (a vector loop, its scalar
-// remainder, the lanes), so sampled responses did not change with it. The vector path below
-// computes the same sums 8 positions at a time.
-static inline float dot_lanes8(const float *q, const float *k, int n) {
-    float lane[8] = {0};
-    int m = n / 8 * 8;
-    for (int i = 0; i < m; i++) lane[i % 8] += q[i] * k[i];
-    for (int i = m; i < n; i++) lane[0] += q[i] * k[i];
-    float d = 0.0f;
-    for (int j = 0; j < 8; j++) d += lane[j];
-    return d;
-}
-
-// dot_lanes8 with its 8 lanes in one vector where the CPU has AVX (attention_vector >= 1): the
-// same sums in the same order.
-static inline float dot_lanes8_any(const float *a, const float *b, int n) {
-#ifdef __AVX__
-    if (attention_vector >= 1) {
-        __m256 acc = _mm256_setzero_ps();
-        int m = n / 8 * 8;
-        for (int i = 0; i < m; i += 8)
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-        float lane[8];
-        _mm256_storeu_ps(lane, acc);
-        for (int i = m; i < n; i++) lane[0] += a[i] * b[i];
-        float d = 0.0f;
-        for (int j = 0; j < 8; j++) d += lane[j];
-        return d;
-    }
-#endif
-    return dot_lanes8(a, b, n);
-}
-
-// p[s] = exp_fast((p[s] - maxv) * scale) for s < n (the softmax's numerators), and their
-// sum in a fixed order: of the first m = 8 floor(n / 8), p[s] is added to lane s % 8 in
-// ascending s; the rest to lane 0 in order; the 8 lanes are summed in order 0..7 onto +0.
-// It is the order gcc 12 gave the earlier `omp simd reduction` loop with 8-float vectors,
-// so no softmax changed with it (the order of dot_lanes8 above). The AVX-512 path computes
-// 16 exponentials at a time and adds them to the lanes as two vectors of 8.
-static inline float exp_sum(float *p, int n, float maxv, float scale) {
-    float lane[8] = {0};
-    int s = 0, m = n / 8 * 8;
-#ifdef __AVX512F__
-    if (attention_vector >= 2) {
-        __m512 mv = _mm512_set1_ps(maxv), sc = _mm512_set1_ps(scale);
-        __m256 acc = _mm256_setzero_ps();
-        for (; s + 32 <= m; s += 32) {  // two at a time: independent chains hide the latency
-            __m512 e0 = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(p + s), mv), sc));
-            __m512 e1 = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(p + s + 16), mv), sc));
-            _mm512_storeu_ps(p + s, e0);
-            _mm512_storeu_ps(p + s + 16, e1);
-            acc = _mm256_add_ps(acc, lo8(e0));
-            acc = _mm256_add_ps(acc, hi8(e0));
-            acc = _mm256_add_ps(acc, lo8(e1));
-            acc = _mm256_add_ps(acc, hi8(e1));
-        }
-        for (; s + 16 <= m; s += 16) {
-            __m512 e = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(p + s), mv), sc));
-            _mm512_storeu_ps(p + s, e);
-            acc = _mm256_add_ps(acc, lo8(e));
-            acc = _mm256_add_ps(acc, hi8(e));
-        }
-        float tail[16];
-        int j = 0, left = n - s;  // < 16: one vector of 8 into the lanes, then lane 0
-        if (left > 0) {
-            __mmask16 in = first_lanes(left);
-            __m512 e = exp_fast16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + s), mv), sc));
-            _mm512_mask_storeu_ps(p + s, in, e);
-            _mm512_storeu_ps(tail, e);
-            if (s + 8 <= m) {
-                acc = _mm256_add_ps(acc, lo8(e));
-                j = 8;
-            }
-        }
-        _mm256_storeu_ps(lane, acc);
-        for (; j < left; j++) lane[0] += tail[j];
-        s = n;
-    }
-#endif
-    for (; s < m; s += 8)
-        for (int j = 0; j < 8; j++) lane[j] += p[s + j] = exp_fast((p[s + j] - maxv) * scale);
-    for (; s < n; s++) lane[0] += p[s] = exp_fast((p[s] - maxv) * scale);
-    float d = 0.0f;
-    for (int j = 0; j < 8; j++) d += lane[j];
-    return d;
-}
-
-// The (L, L) products of causal attention by blocks of rows (or columns), leaving out the
-// blocks above the diagonal, where the probabilities are zero: about half the work at long
-// sequences. A block's product keeps the whole product's inner dimension in its order (the
-// left-out terms are zeros at the end or the start of each sum), and every block has
-// ATT_BLOCK to 2 ATT_BLOCK - 1 rows (the last takes the remainder), so with OpenBLAS 0.3.21
-// each entry rounds as in the whole product: checked for every L from 1 to 384 on the Intel
-// Xeon development machine, where blocks of 32, or a last block of fewer than 64 rows, took
-// other kernels for the small products and rounded otherwise (docs/kernels.md).
-#define ATT_BLOCK 64
-
-// The end of the block that starts at row r0 of L.
-static inline int block_end(int r0, int L) { return L - r0 < 2 * ATT_BLOCK ? L : r0 + ATT_BLOCK; }
-
-// C[t, s] = alpha A_t . B_s for s below the end of t's block (A (L, n), B (L, n)).
-static void causal_nt(int L, int n, float alpha, const float *A, int lda, const float *B, int ldb,
-                      float *C, int ldc) {
-    for (int r0 = 0, r1; r0 < L; r0 = r1) {
-        r1 = block_end(r0, L);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, n, alpha, A + (size_t)r0 * lda,
-                    lda, B, ldb, 0.0f, C + (size_t)r0 * ldc, ldc);
-    }
-}
-
-// O = P X + beta O, with P (L, L) zero above the diagonal, X (L, n).
-static void causal_nn(int L, int n, const float *P, int ldp, const float *X, int ldx, float beta,
-                      float *O, int ldo) {
-    for (int r0 = 0, r1; r0 < L; r0 = r1) {
-        r1 = block_end(r0, L);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, n, r1, 1.0f, P + (size_t)r0 * ldp,
-                    ldp, X, ldx, beta, O + (size_t)r0 * ldo, ldo);
-    }
-}
-
-// D += P^T X, with P (L, L) zero above the diagonal, X (L, n).
-static void causal_tn(int L, int n, const float *P, int ldp, const float *X, int ldx, float *D, int ldd) {
-    for (int c0 = 0, c1; c0 < L; c0 = c1) {
-        c1 = block_end(c0, L);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, n, L - c0, 1.0f,
-                    P + (size_t)c0 * ldp + c0, ldp, X + (size_t)c0 * ldx, ldx, 1.0f, D + (size_t)c0 * ldd, ldd);
-    }
-}
-
-// ---- attention products of our own, for sequences of OWN_MIN_LEN tokens or more
-// OpenBLAS 0.3.21 on the Intel Xeon development machine (SKYLAKEX kernels) computes every
-// entry of the products above, for blocks of 64 rows or more, as a chain of fused
-// multiply-adds from 0 in the inner dimension's order, then alpha times it plus beta C
-// (checked for every entry, L from 64 to 384: docs/kernels.md). The kernels below compute
-// the products in that order themselves, so runs keep their numbers there bit for bit,
-// without OpenBLAS's packing and zeroing of C and with the causal triangle cut at a finer
-// grain:
-//   scores_rows:  S[t][s] = alpha (A_t . B_s) for s <= t (the scores, and dP = dO V^T),
-//   nn_rows:      O[t][j] (+)= sum_{s=0}^{t} P[t][s] X[s][j] (O = P V, dQ += dS K),
-//   tn_acc_rows:  D[c][j] += sum_{t=c}^{L-1} P[t][c] X[t][j] (dV and dK), by blocks of rows.
-// Shorter sequences keep OpenBLAS, whose kernels for fewer rows round otherwise. The tiles
-// are AVX-512 vectors; elsewhere every product is OpenBLAS's. cpu_attention_vector(0) runs
-// the same sums as scalar loops: the reference of tests/test_kernels.c.
-// cpu_attention_own_products(0) takes OpenBLAS for every product: `make blas-order` compares
-// the two on this machine (scripts/blas_order.c).
-#define OWN_MIN_LEN ATT_BLOCK
-
-static int own_products_on = 1;
-void cpu_attention_own_products(int on) { own_products_on = on; }
-
-static inline int own_products(int L, int hd) {
-#ifdef __AVX512F__
-    return own_products_on && L >= OWN_MIN_LEN && (hd == 32 || hd == 64);
-#else
-    return 0 * L * hd;
-#endif
-}
-
-// scores_rows takes B transposed: bt = B^T (hd x bt_ld(L), zero past L), from causal_bt.
-static inline int bt_ld(int L) { return (L + 31) / 32 * 32; }
-
-#ifdef __AVX512F__
-// The 16 x 16 floats r[i][j] into r[j][i] (unpacks within 128-bit lanes, then lane shuffles).
-static inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-}
-#endif
-
-static void causal_bt(float *bt, const float *B, int ldb, int L, int hd) {
-    int ld = bt_ld(L);
-#ifdef __AVX512F__
-    if (attention_vector >= 2 && hd % 16 == 0) {  // blocks of 16 x 16 (ld is a multiple of 32)
-        for (int s0 = 0; s0 < ld; s0 += 16)
-            for (int c0 = 0; c0 < hd; c0 += 16) {
-                __m512 r[16];
-                for (int i = 0; i < 16; i++)
-                    r[i] = s0 + i < L ? _mm512_loadu_ps(B + (size_t)(s0 + i) * ldb + c0) : _mm512_setzero_ps();
-                transpose16(r);
-                for (int j = 0; j < 16; j++) _mm512_storeu_ps(bt + (size_t)(c0 + j) * ld + s0, r[j]);
-            }
-        return;
-    }
-#endif
-    for (int s = 0; s < ld; s++) {  // rows of B in order: hd output rows filled alongside
-        const float *br = B + (size_t)s * ldb;
-        for (int c = 0; c < hd; c++) bt[(size_t)c * ld + s] = s < L ? br[c] : 0.0f;
-    }
-}
-
-#ifdef __AVX512F__
-// R rows x ncols (<= 32) columns of S, each entry's chain over c; the accumulators have a
-// fixed size (R <= 8), so that they stay in registers. Loads read bt up to 32 columns on
-// (bt_ld pads it), stores write ncols. With lmax, row i's entries in the columns up to
-// diag + i (its diagonal, counted from the tile's first column) go into its 16 lane maxima
-// lmax[i], as row_max's lanes take them (NaNs skipped).
-static inline __attribute__((always_inline)) void scores_tile(float *S, size_t lds, const float *A,
-                                                             size_t lda, const float *bt, size_t ldbt,
-                                                             int hd, int ncols, float alpha, const int R,
-                                                             __m512 *lmax, int diag) {
-    __m512 acc[8][2];
-    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    for (int c = 0; c < hd; c++) {
-        __m512 b0 = _mm512_loadu_ps(bt + (size_t)c * ldbt), b1 = _mm512_loadu_ps(bt + (size_t)c * ldbt + 16);
-        for (int i = 0; i < R; i++) {
-            __m512 a = _mm512_set1_ps(A[(size_t)i * lda + c]);
-            acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
-        }
-    }
-    // the masks written out: with first_lanes, gcc's code for the whole tile ran slower
-    __mmask16 m0 = ncols >= 16 ? 0xFFFF : (__mmask16)((1u << ncols) - 1);
-    __mmask16 m1 = ncols >= 32 ? 0xFFFF : (ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1) : 0);
-    __m512 al = _mm512_set1_ps(alpha);
-    for (int i = 0; i < R; i++) {
-        __m512 s0 = _mm512_mul_ps(acc[i][0], al), s1 = _mm512_mul_ps(acc[i][1], al);
-        _mm512_mask_storeu_ps(S + (size_t)i * lds, m0, s0);
-        _mm512_mask_storeu_ps(S + (size_t)i * lds + 16, m1, s1);
-        if (lmax) {  // the row's entries up to its diagonal (diag + i, >= 0), to its lanes' maxima
-            int n = diag + i + 1 < ncols ? diag + i + 1 : ncols;
-            __mmask16 v0 = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
-            __mmask16 v1 = n >= 32 ? 0xFFFF : (n > 16 ? (__mmask16)((1u << (n - 16)) - 1) : 0);
-            lmax[i] = _mm512_mask_max_ps(lmax[i], v0, s0, lmax[i]);  // s > max ? s : max
-            lmax[i] = _mm512_mask_max_ps(lmax[i], v1, s1, lmax[i]);
-        }
-    }
-}
-
-// R rows of O, HC vectors of 16 columns (hd = 16 HC): the chains over s = 0..n-1 of
-// P[t][s] X[s][j], then O = the sum (beta 0) or O += it (beta 1).
-static inline __attribute__((always_inline)) void nn_tile(float *O, size_t ldo, const float *P, size_t ldp,
-                                                         const float *X, size_t ldx, int n, int beta,
-                                                         const int R, const int HC) {
-    __m512 acc[8][4], x[4];  // fixed sizes (R <= 8, HC <= 4), so that they stay in registers
-    for (int i = 0; i < R; i++)
-        for (int h = 0; h < HC; h++) acc[i][h] = _mm512_setzero_ps();
-    for (int s = 0; s < n; s++) {
-        for (int h = 0; h < HC; h++) x[h] = _mm512_loadu_ps(X + (size_t)s * ldx + 16 * h);
-        for (int i = 0; i < R; i++) {
-            __m512 a = _mm512_set1_ps(P[(size_t)i * ldp + s]);
-            for (int h = 0; h < HC; h++) acc[i][h] = _mm512_fmadd_ps(a, x[h], acc[i][h]);
-        }
-    }
-    for (int i = 0; i < R; i++)
-        for (int h = 0; h < HC; h++) {
-            float *o = O + (size_t)i * ldo + 16 * h;
-            _mm512_storeu_ps(o, beta ? _mm512_add_ps(_mm512_loadu_ps(o), acc[i][h]) : acc[i][h]);
-        }
-}
-
-// acc[c] (rows c < ncol of HC vectors of 16 floats, row stride hd = 16 HC) continues its
-// chains over the R rows t of P and X: acc[c][j] = fma(P[t][c], X[t][j], acc[c][j]) in
-// ascending t. The R rows of X stay in registers while the columns of P go by.
-static inline __attribute__((always_inline)) void tn_acc_tile(float *acc, const float *P, size_t ldp,
-                                                             const float *X, size_t ldx, int R, int ncol,
-                                                             const int HC) {
-    __m512 x[8][4];  // fixed sizes (R <= 8, HC <= 4, R HC <= 16), so that they stay in registers
-    for (int i = 0; i < R; i++)
-        for (int h = 0; h < HC; h++) x[i][h] = _mm512_loadu_ps(X + (size_t)i * ldx + 16 * h);
-    for (int c = 0; c < ncol; c++) {
-        float *ac = acc + (size_t)c * 16 * HC;
-        __m512 a[4];
-        for (int h = 0; h < HC; h++) a[h] = _mm512_loadu_ps(ac + 16 * h);
-        for (int i = 0; i < R; i++) {
-            __m512 pv = _mm512_set1_ps(P[(size_t)i * ldp + c]);
-            for (int h = 0; h < HC; h++) a[h] = _mm512_fmadd_ps(pv, x[i][h], a[h]);
-        }
-        for (int h = 0; h < HC; h++) _mm512_storeu_ps(ac + 16 * h, a[h]);
-    }
-}
-#endif
-
-// Rows t0..t1-1 of S: tiles of 8 rows x 32 columns up to each tile's last row;
-// the columns a tile covers past the diagonal are written too (the callers overwrite them).
-// With mx (the forward's scores), mx[t] = max_{s <= t} S[t][s], as row_max gives it.
-static void scores_rows(int t0, int t1, int L, int hd, float alpha, const float *A, int lda,
-                        const float *bt, float *S, int lds, float *mx) {
-    size_t ldbt = (size_t)bt_ld(L);
-#ifdef __AVX512F__
-    if (attention_vector >= 2) {
-        __m512 lmax[8], *lm = mx ? lmax : NULL;
-        for (; t0 + 8 <= t1; t0 += 8) {
-            for (int i = 0; i < 8; i++) lmax[i] = _mm512_set1_ps(-INFINITY);
-            for (int s0 = 0; s0 < t0 + 8; s0 += 32)
-                scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
-                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 8, lm, t0 - s0);
-            if (mx)
-                for (int i = 0; i < 8; i++) mx[t0 + i] = _mm512_reduce_max_ps(lmax[i]);
-        }
-        for (; t0 < t1; t0++) {
-            lmax[0] = _mm512_set1_ps(-INFINITY);
-            for (int s0 = 0; s0 <= t0; s0 += 32)
-                scores_tile(S + (size_t)t0 * lds + s0, (size_t)lds, A + (size_t)t0 * lda, (size_t)lda,
-                            bt + s0, ldbt, hd, L - s0 < 32 ? L - s0 : 32, alpha, 1, lm, t0 - s0);
-            if (mx) mx[t0] = _mm512_reduce_max_ps(lmax[0]);
-        }
-    }
-#endif
-    for (; t0 < t1; t0++) {
-        for (int s = 0; s <= t0; s++) {
-            float acc = 0.0f;
-            for (int c = 0; c < hd; c++) acc = fmaf(A[(size_t)t0 * lda + c], bt[(size_t)c * ldbt + s], acc);
-            S[(size_t)t0 * lds + s] = acc * alpha;
-        }
-        if (mx) mx[t0] = row_max(S + (size_t)t0 * lds, t0 + 1);
-    }
-}
-
-#ifdef __AVX512F__
-// nn_rows' tiles of R rows, then single rows for the last ones. Returns the row after them.
-static inline __attribute__((always_inline)) int nn_tiles(int t0, int t1, const float *P, int ldp, const float *X,
-                                                         int ldx, int beta, float *O, int ldo, const int R,
-                                                         const int HC) {
-    for (; t0 + R <= t1; t0 += R)
-        nn_tile(O + (size_t)t0 * ldo, (size_t)ldo, P + (size_t)t0 * ldp, (size_t)ldp, X, (size_t)ldx, t0 + R,
-                beta, R, HC);
-    for (; t0 < t1; t0++)
-        nn_tile(O + (size_t)t0 * ldo, (size_t)ldo, P + (size_t)t0 * ldp, (size_t)ldp, X, (size_t)ldx, t0 + 1,
-                beta, 1, HC);
-    return t0;
-}
-#endif
-
-// Rows t0..t1-1 of O = P X (beta 0) or O += P X (beta 1), P zero past the diagonal: each entry
-// the chain over s = 0..t1-1 from 0 (the zeros past a row's diagonal leave it as it is), in
-// tiles of 8 rows (4 where hd = 64).
-static void nn_rows(int t0, int t1, int hd, const float *P, int ldp, const float *X, int ldx,
-                    int beta, float *O, int ldo) {
-#ifdef __AVX512F__
-    if (attention_vector >= 2 && hd == 32) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 8, 2);
-    if (attention_vector >= 2 && hd == 64) t0 = nn_tiles(t0, t1, P, ldp, X, ldx, beta, O, ldo, 4, 4);
-#endif
-    for (; t0 < t1; t0++)
-        for (int j = 0; j < hd; j++) {
-            float acc = 0.0f;
-            for (int s = 0; s <= t0; s++) acc = fmaf(P[(size_t)t0 * ldp + s], X[(size_t)s * ldx + j], acc);
-            float *o = O + (size_t)t0 * ldo + j;
-            *o = beta ? *o + acc : acc;
-        }
-}
-
-// D += P^T X by blocks of rows: acc (ncol x hd) continues the chains of P^T X over the n rows
-// of P (row stride ldp, columns c < ncol) and X, in ascending row order. Called for the blocks
-// of rows from 0 on in turn on an acc of zeros, then D += acc: each entry of D gets its chain
-// over t ascending from 0 (the zeros of P above the diagonal add nothing to it), as OpenBLAS
-// sums, with P read by rows (by columns, its strided loads waited on the L3 cache).
-static void tn_acc_rows(float *acc, int hd, const float *P, int ldp, const float *X, int ldx, int n, int ncol) {
-#ifdef __AVX512F__
-    if (attention_vector >= 2 && (hd == 32 || hd == 64)) {
-        int step = hd == 32 ? 8 : 4;  // rows of X in registers: 16 vectors
-        for (int i0 = 0; i0 < n; i0 += step) {
-            int R = n - i0 < step ? n - i0 : step;
-            const float *pb = P + (size_t)i0 * ldp, *xb = X + (size_t)i0 * ldx;
-            if (hd == 32) tn_acc_tile(acc, pb, (size_t)ldp, xb, (size_t)ldx, R, ncol, 2);
-            else tn_acc_tile(acc, pb, (size_t)ldp, xb, (size_t)ldx, R, ncol, 4);
-        }
-        return;
-    }
-#endif
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < ncol; c++)
-            for (int j = 0; j < hd; j++)
-                acc[(size_t)c * hd + j] = fmaf(P[(size_t)i * ldp + c], X[(size_t)i * ldx + j], acc[(size_t)c * hd + j]);
-}
-
-// x[0..n) *= s, the last partial vector masked (gcc's loop ends in scalar steps).
-static inline void scale_row(float *x, int n, float s) {
-    int i = 0;
-#ifdef __AVX512F__
-    if (attention_vector >= 2) {
-        __m512 sv = _mm512_set1_ps(s);
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), sv));
-        if (i < n) {
-            __mmask16 m = first_lanes(n - i);
-            _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv));
-        }
-        return;
-    }
-#endif
-#pragma omp simd
-    for (int j = i; j < n; j++) x[j] *= s;
-}
-
-// The causal softmax of rows 0..L-1 of the scores p (row stride T), in place, with zeros
-// past the diagonal to column T; mx: the rows' maxima where the scores' product gave them.
-// 512-bit vectors where the CPU has them: none of its loops sums in an order that the width
-// would change (exp_sum fixes its own).
-__attribute__((target("prefer-vector-width=512")))
-static void softmax_rows(float *p, int T, int L, const float *mx) {
-    for (int t = 0; t < L; t++) {
-        float *pr = p + (size_t)t * T;
-        float inv = 1.0f / exp_sum(pr, t + 1, mx ? mx[t] : row_max(pr, t + 1), 1.0f);
-        scale_row(pr, t + 1, inv);
-        memset(pr + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
-    }
-}
-
-// Rows t0..t1-1 of dS = P * (dP - rowsum(P * dP)) * scale, in place of dP (ds, row stride T),
-// zero past the diagonal to column zero_to (what the products after it read: the block's
-// end for the own ones, L for OpenBLAS's blocks).
-// rowsum(P * dP) in dot_lanes8's order (that of the `omp simd reduction` loop it replaced).
-static void softmax_backward_rows(const float *p, float *ds, int T, int zero_to, int t0, int t1,
-                                  float scale) {
-    for (int t = t0; t < t1; t++) {
-        const float *pr = p + (size_t)t * T;
-        float *dr = ds + (size_t)t * T, pdp = dot_lanes8_any(pr, dr, t + 1);
-#pragma omp simd
-        for (int s2 = 0; s2 <= t; s2++) dr[s2] = pr[s2] * (dr[s2] - pdp) * scale;
-        for (int s2 = t + 1; s2 < zero_to; s2++) dr[s2] = 0.0f;
-    }
-}
-
-// The backward's rows of a head in blocks of ATT_ROWS with the own products: a block's dP,
-// dS, dQ and its share of dV and dK run while its rows are in the L1 cache.
-#define ATT_ROWS 8
-
-// Per (sequence, head): S = scale Q K^T, the causal softmax, O = P V, the products as
-// single-threaded sgemms (OpenBLAS's OpenMP build runs BLAS called inside a parallel region
-// on the calling thread) or our own (above). Work is split by (sequence, KV head), so a task
-// owns its dk/dv rows and transposes its keys once.
-void cpu_attention_forward(Backend *b, float *out, float *att, const float *q, const float *k,
-                           const float *v, const int *lengths, int B, int T, int NH, int NKV,
-                           int hd) {
-    int group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)hd);
-    size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
-#pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
-    {
-        float *kt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // K^T for scores_rows
-        float *mx = xmalloc(((size_t)T + 1) * sizeof(float));              // the rows' maxima
-#pragma omp for collapse(2) schedule(dynamic, 1)
-        for (int bb = 0; bb < B; bb++) {
-            for (int kh = 0; kh < NKV; kh++) {
-                int L = clamp_len(lengths[bb], T), own = own_products(L, hd);
-                const float *kb = k + (size_t)bb * T * kvstride + (size_t)kh * hd;
-                const float *vb = v + (size_t)bb * T * kvstride + (size_t)kh * hd;
-                if (own) causal_bt(kt, kb, (int)kvstride, L, hd);
-                for (int h = kh * group; h < (kh + 1) * group; h++) {
-                    float *p = att + ((size_t)bb * NH + h) * T * T;  // (T,T)
-                    const float *qb = q + (size_t)bb * T * qstride + (size_t)h * hd;
-                    float *ob = out + (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) scores_rows(0, L, L, hd, scale, qb, (int)qstride, kt, p, T, mx);
-                    else causal_nt(L, hd, scale, qb, (int)qstride, kb, (int)kvstride, p, T);
-                    softmax_rows(p, T, L, own ? mx : NULL);
-                    if (own) nn_rows(0, L, hd, p, T, vb, (int)kvstride, 0, ob, (int)qstride);
-                    else causal_nn(L, hd, p, T, vb, (int)kvstride, 0.0f, ob, (int)qstride);
-                    for (int t = L; t < T; t++) {
-                        memset(p + (size_t)t * T, 0, (size_t)T * sizeof(float));
-                        memset(ob + (size_t)t * qstride, 0, (size_t)hd * sizeof(float));
-                    }
-                }
-            }
-        }
-        free(kt);
-        free(mx);
-    }
-}
-
-// With P the saved probabilities (zero for s > t) and dO the output gradient, per head:
-//   dV += P^T dO;  dP = dO V^T;  dS = P * (dP - rowsum(P * dP)) * scale;
-//   dQ += dS K;  dK += dS^T Q   (each a single-threaded sgemm on the (L,L) block, or our own
-//   products above, all of them by blocks of ATT_ROWS rows).
-void cpu_attention_backward(Backend *b, float *dq, float *dk, float *dv, const float *dout,
-                            const float *att, const float *q, const float *k, const float *v,
-                            const int *lengths, int B, int T, int NH, int NKV, int hd) {
-    int group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)hd);
-    size_t qstride = (size_t)NH * hd, kvstride = (size_t)NKV * hd;
-    int need_ds = dq != NULL || dk != NULL;
-    if (!need_ds && !dv) return;
-#pragma omp parallel if ((size_t)B * NH * T * T * hd >= PAR_MIN)
-    {
-        float *ds = xmalloc(((size_t)T * T + 1) * sizeof(float));
-        float *vt = xmalloc(((size_t)hd * bt_ld(T) + 1) * sizeof(float));  // V^T for scores_rows
-        float *accv = xmalloc(((size_t)T * hd + 1) * sizeof(float));        // dV, dK of a head
-        float *acck = xmalloc(((size_t)T * hd + 1) * sizeof(float));
-#pragma omp for collapse(2) schedule(dynamic, 1)
-        for (int bb = 0; bb < B; bb++) {
-            for (int kh = 0; kh < NKV; kh++) {
-                int L = clamp_len(lengths[bb], T);
-                if (L == 0) continue;
-                size_t kvoff = (size_t)bb * T * kvstride + (size_t)kh * hd;
-                int own = own_products(L, hd);
-                if (own && need_ds) causal_bt(vt, v + kvoff, (int)kvstride, L, hd);
-                for (int h = kh * group; h < (kh + 1) * group; h++) {
-                    const float *p = att + ((size_t)bb * NH + h) * T * T;
-                    size_t qoff = (size_t)bb * T * qstride + (size_t)h * hd;
-                    if (own) {
-                        size_t nacc = (size_t)L * hd * sizeof(float);
-                        if (dv) memset(accv, 0, nacc);
-                        if (dk) memset(acck, 0, nacc);
-                        for (int t0 = 0, t1; t0 < L; t0 = t1) {
-                            t1 = L - t0 < ATT_ROWS ? L : t0 + ATT_ROWS;
-                            size_t qt = qoff + (size_t)t0 * qstride;
-                            if (dv) tn_acc_rows(accv, hd, p + (size_t)t0 * T, T, dout + qt, (int)qstride, t1 - t0, t1);
-                            if (!need_ds) continue;
-                            scores_rows(t0, t1, L, hd, 1.0f, dout + qoff, (int)qstride, vt, ds, T, NULL);
-                            softmax_backward_rows(p, ds, T, t1, t0, t1, scale);
-                            if (dq) nn_rows(t0, t1, hd, ds, T, k + kvoff, (int)kvstride, 1, dq + qoff, (int)qstride);
-                            if (dk) tn_acc_rows(acck, hd, ds + (size_t)t0 * T, T, q + qt, (int)qstride, t1 - t0, t1);
-                        }
-                        for (int c = 0; c < L; c++)
-                            for (int j = 0; j < hd; j++) {
-                                size_t o = kvoff + (size_t)c * kvstride + j, a = (size_t)c * hd + j;
-                                if (dv) dv[o] += accv[a];
-                                if (dk) dk[o] += acck[a];
-                            }
-                    } else {
-                        if (dv) causal_tn(L, hd, p, T, dout + qoff, (int)qstride, dv + kvoff, (int)kvstride);
-                        if (!need_ds) continue;
-                        causal_nt(L, hd, 1.0f, dout + qoff, (int)qstride, v + kvoff, (int)kvstride, ds, T);
-                        softmax_backward_rows(p, ds, T, L, 0, L, scale);
-                        if (dq) causal_nn(L, hd, ds, T, k + kvoff, (int)kvstride, 1.0f, dq + qoff, (int)qstride);
-                        if (dk) causal_tn(L, hd, ds, T, q + qoff, (int)qstride, dk + kvoff, (int)kvstride);
-                    }
-                }
-            }
-        }
-        free(ds);
-        free(vt);
-        free(accv);
-        free(acck);
-    }
-}
-
-// Rows that would land outside [0, Tmax) are not written (the caller sized the cache).
-static inline void kv_store_row(float *cache, const float *src, int start, int n, int Tmax, int W) {
-    for (int t = 0; t < n; t++) {
-        int dst = start + t;
-        if (dst < 0 || dst >= Tmax) continue;
-        memcpy(cache + (size_t)dst * W, src + (size_t)t * W, (size_t)W * sizeof(float));
-    }
-}
-
-void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
-                  int B, int T, int Tmax, int W) {
-#define KV_ROW(bb) kv_store_row(cache + (size_t)(bb) * Tmax * W, src + (size_t)(bb) * T * W, start[bb], \
-                                count ? (count[bb] < T ? count[bb] : T) : T, Tmax, W)
-    if (par_team((size_t)B * T * W)) {
-#pragma omp parallel for schedule(static)
-        for (int bb = 0; bb < B; bb++) KV_ROW(bb);
-    } else {
-        for (int bb = 0; bb < B; bb++) KV_ROW(bb);
-    }
-#undef KV_ROW
-}
-
-// One query row per (b, h) against its cached keys. A sequence's heads are done together
-// so its cache rows (NKV*hd contiguous floats per position) stream through once; keys are
-// read in place, with no transpose, since each is used by only `group` queries.
-// The decode loops read each sequence's K and V rows once, in order, and wait on those loads
-// (docs/notebook/2026-12-05-bench-rl-history.md, "Profile of the RL step"); the hardware
-// prefetcher restarts at every 4 KiB page, so the rows a few positions ahead are requested
-// explicitly. A hint only: the arithmetic is unchanged (a prefetch past the cache's end does
-// not fault).
-#define DECODE_PREFETCH_ROWS 8
-static inline void prefetch_row(const float *row, size_t n) {
-    for (size_t i = 0; i < n; i += 16) __builtin_prefetch(row + i, 0, 3);
-}
-
-#ifdef __AVX2__
-// d[p] = ((0 + a[p][0]) + a[p][1]) + ... + a[p][7] for p = 0..7: the lanes of 8 vectors
-// summed in order, by an 8 x 8 transpose.
-static inline __m256 lane_sums8(const __m256 a[8]) {
-    __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpackhi_ps(a[0], a[1]);
-    __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
-    __m256 t4 = _mm256_unpacklo_ps(a[4], a[5]), t5 = _mm256_unpackhi_ps(a[4], a[5]);
-    __m256 t6 = _mm256_unpacklo_ps(a[6], a[7]), t7 = _mm256_unpackhi_ps(a[6], a[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    // lane j of every vector: j = 0..3 in the low halves of u0..u3, j = 4..7 in the high
-    __m256 d = _mm256_add_ps(_mm256_setzero_ps(), _mm256_permute2f128_ps(u0, u4, 0x20));
-    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u1, u5, 0x20));
-    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u2, u6, 0x20));
-    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u3, u7, 0x20));
-    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u0, u4, 0x31));
-    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u1, u5, 0x31));
-    d = _mm256_add_ps(d, _mm256_permute2f128_ps(u2, u6, 0x31));
-    return _mm256_add_ps(d, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
-
-// Scores of query head qh (HC * 8 floats) against the keys of n <= 8 positions (rows kr,
-// kr + stride, ...), in dot_lanes8's order; each position's score is its own lane, so the
-// lanes past n (zero) change no other. HC is a constant at each call, so the loops
-// unroll and the 8 lane vectors stay in registers.
-static inline __attribute__((always_inline)) __m256 scores8(const float *qh, const float *kr,
-                                                           size_t stride, const int HC, int n) {
-    __m256 a[8];
-    for (int p = 0; p < 8; p++) {
-        if (p >= n) {  // fewer than 8 positions: the rest score 0 and are not used
-            a[p] = _mm256_setzero_ps();
-            continue;
-        }
-        const float *k = kr + (size_t)p * stride;
-        __m256 s = _mm256_mul_ps(_mm256_loadu_ps(qh), _mm256_loadu_ps(k));
-        for (int c = 1; c < HC; c++)
-            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_loadu_ps(qh + 8 * c), _mm256_loadu_ps(k + 8 * c)));
-        a[p] = s;
-    }
-    return lane_sums8(a);
-}
-
-// out_h += sum_s p_h[s] v_s for NHB heads that share one KV head (vr: its first value row),
-// each sum in ascending s onto out_h's values, with products rounded first, as the scalar
-// loop; the NHB * HC accumulators stay in registers.
-static inline __attribute__((always_inline)) void values_heads(float *o, size_t ostride,
-                                                               const float *p, size_t pstride,
-                                                               const float *vr, size_t stride,
-                                                               int nk, const int HC, const int NHB) {
-    __m256 acc[2][8];  // NHB <= 2, HC <= 8 (of fixed size: gcc keeps a variable-length array in memory)
-    for (int j = 0; j < NHB; j++)
-        for (int c = 0; c < HC; c++) acc[j][c] = _mm256_loadu_ps(o + (size_t)j * ostride + 8 * c);
-    for (int s = 0; s < nk; s++) {
-        const float *v = vr + (size_t)s * stride;
-        prefetch_row(v + DECODE_PREFETCH_ROWS * stride, (size_t)HC * 8);
-        for (int j = 0; j < NHB; j++) {
-            __m256 ps = _mm256_set1_ps(p[(size_t)j * pstride + s]);
-            for (int c = 0; c < HC; c++)
-                acc[j][c] = _mm256_add_ps(acc[j][c], _mm256_mul_ps(ps, _mm256_loadu_ps(v + 8 * c)));
-        }
-    }
-    for (int j = 0; j < NHB; j++)
-        for (int c = 0; c < HC; c++) _mm256_storeu_ps(o + (size_t)j * ostride + 8 * c, acc[j][c]);
-}
-#endif
-
-#ifdef __AVX512F__
-// lane_sums8 on two sets of 8 vectors at once: a[p] holds one set in its low 8 floats and
-// the other in its high 8; the result holds each set's 8 sums in the same half, each in
-// lane_sums8's order. The in-lane shuffles act on both halves alike; the 128-bit swaps
-// that cross a half there take the matching quarters of each half here.
-static inline __m512 lane_sums8x2(const __m512 a[8]) {
-    __m512 t0 = _mm512_unpacklo_ps(a[0], a[1]), t1 = _mm512_unpackhi_ps(a[0], a[1]);
-    __m512 t2 = _mm512_unpacklo_ps(a[2], a[3]), t3 = _mm512_unpackhi_ps(a[2], a[3]);
-    __m512 t4 = _mm512_unpacklo_ps(a[4], a[5]), t5 = _mm512_unpackhi_ps(a[4], a[5]);
-    __m512 t6 = _mm512_unpacklo_ps(a[6], a[7]), t7 = _mm512_unpackhi_ps(a[6], a[7]);
-    __m512 u0 = _mm512_shuffle_ps(t0, t2, 0x44), u1 = _mm512_shuffle_ps(t0, t2, 0xEE);
-    __m512 u2 = _mm512_shuffle_ps(t1, t3, 0x44), u3 = _mm512_shuffle_ps(t1, t3, 0xEE);
-    __m512 u4 = _mm512_shuffle_ps(t4, t6, 0x44), u5 = _mm512_shuffle_ps(t4, t6, 0xEE);
-    __m512 u6 = _mm512_shuffle_ps(t5, t7, 0x44), u7 = _mm512_shuffle_ps(t5, t7, 0xEE);
-    // _mm256_permute2f128_ps(x, y, 0x20) in each half: x's first quarter, y's first quarter
-    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-    const __m512i hi = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-    __m512 d = _mm512_add_ps(_mm512_setzero_ps(), _mm512_permutex2var_ps(u0, lo, u4));
-    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u1, lo, u5));
-    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u2, lo, u6));
-    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u3, lo, u7));
-    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u0, hi, u4));
-    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u1, hi, u5));
-    d = _mm512_add_ps(d, _mm512_permutex2var_ps(u2, hi, u6));
-    return _mm512_add_ps(d, _mm512_permutex2var_ps(u3, hi, u7));
-}
-
-// 8 floats at x in both halves of a vector of 16 (a broadcast load)
-static inline __m512 bcast8(const float *x) {
-    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
-}
-
-// scores8 of two query heads that share one KV head, at once: qp[c] holds chunk c of the
-// first head's query in its low 8 floats and of the second's in its high 8; each key chunk is
-// read once into both halves. The low 8 floats of the result are the first head's scores.
-static inline __attribute__((always_inline)) __m512 scores8_pair(const __m512 *qp, const float *kr,
-                                                                size_t stride, const int HC, int n) {
-    __m512 a[8];
-    for (int p = 0; p < 8; p++) {
-        if (p >= n) {
-            a[p] = _mm512_setzero_ps();
-            continue;
-        }
-        const float *k = kr + (size_t)p * stride;
-        __m512 s = _mm512_mul_ps(qp[0], bcast8(k));
-        for (int c = 1; c < HC; c++)
-            s = _mm512_add_ps(s, _mm512_mul_ps(qp[c], bcast8(k + 8 * c)));
-        a[p] = s;
-    }
-    return lane_sums8x2(a);
-}
-
-// values_heads with 16 floats to a vector, for NHB heads at once (head j's values at
-// vr + voff[j]; out_h at o + j * hd): each output float's sum is the same chain in ascending
-// s, so the width does not change a number. One pass over the value rows serves all NHB heads.
-static inline __attribute__((always_inline)) void values16(float *o, int hd, const float *p, size_t pstride,
-                                                           const float *vr, const size_t *voff,
-                                                           size_t stride, int nk, const int HC, const int NHB) {
-    __m512 acc[16];  // NHB * HC <= 16 (of fixed size: gcc keeps a variable-length array in memory)
-    const float *vh[16];
-#pragma GCC unroll 16
-    for (int j = 0; j < NHB; j++) {
-        vh[j] = vr + voff[j];
-#pragma GCC unroll 16
-        for (int c = 0; c < HC; c++) acc[j * HC + c] = _mm512_loadu_ps(o + (size_t)j * hd + 16 * c);
-    }
-    for (int s = 0; s < nk; s++) {
-        prefetch_row(vr + (size_t)(s + DECODE_PREFETCH_ROWS) * stride, stride);
-#pragma GCC unroll 16
-        for (int j = 0; j < NHB; j++) {
-            __m512 ps = _mm512_set1_ps(p[(size_t)j * pstride + s]);
-            const float *v = vh[j] + (size_t)s * stride;
-#pragma GCC unroll 16
-            for (int c = 0; c < HC; c++)
-                acc[j * HC + c] = _mm512_add_ps(acc[j * HC + c], _mm512_mul_ps(ps, _mm512_loadu_ps(v + 16 * c)));
-        }
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < NHB; j++)
-#pragma GCC unroll 16
-        for (int c = 0; c < HC; c++) _mm512_storeu_ps(o + (size_t)j * hd + 16 * c, acc[j * HC + c]);
-}
-#endif
-
-// prob[h][s] = q_h . k_s for positions [s0, nk) of every head, in dot_lanes8's order (kb:
-// the keys of position 0 on).
-static void decode_scores(float *prob, size_t Tmax, const float *qb, const float *kb,
-                          size_t kvstride, int NH, int group, int hd, int s0, int nk) {
-    int s = s0;
-#ifdef __AVX512F__
-    // heads in pairs that share a KV head, two to a vector (their queries paired once)
-    if (attention_vector >= 2 && (hd == 32 || hd == 64) && group % 2 == 0 && NH / 2 * (hd / 8) <= 32) {
-        __m512 qp[32];
-        int HC = hd / 8;
-        for (int h = 0; h < NH; h += 2)
-            for (int c = 0; c < HC; c++)
-                qp[h / 2 * HC + c] = _mm512_castpd_ps(_mm512_insertf64x4(
-                    _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(qb + (size_t)h * hd + 8 * c))),
-                    _mm256_castps_pd(_mm256_loadu_ps(qb + (size_t)(h + 1) * hd + 8 * c)), 1));
-        for (; s < nk; s += 8) {
-            int n = nk - s < 8 ? nk - s : 8;  // the last block: the missing positions as zero keys
-            const float *kt = kb + (size_t)s * kvstride;
-            if (n == 8)
-                for (int p = 0; p < 8; p++)
-                    prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
-            for (int h = 0; h < NH; h += 2) {
-                const float *kr = kt + (size_t)(h / group) * hd;
-                float *p0 = prob + (size_t)h * Tmax + s, *p1 = prob + (size_t)(h + 1) * Tmax + s;
-                if (n == 8) {
-                    __m512 d = hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, 8)
-                                        : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, 8);
-                    _mm256_storeu_ps(p0, lo8(d));
-                    _mm256_storeu_ps(p1, hi8(d));
-                } else {
-                    float t[16];
-                    _mm512_storeu_ps(t, hd == 32 ? scores8_pair(qp + h / 2 * 4, kr, kvstride, 4, n)
-                                                 : scores8_pair(qp + h / 2 * 8, kr, kvstride, 8, n));
-                    memcpy(p0, t, (size_t)n * sizeof(float));
-                    memcpy(p1, t + 8, (size_t)n * sizeof(float));
-                }
-            }
-        }
-        return;
-    }
-#endif
-#ifdef __AVX2__
-    if (attention_vector && (hd == 32 || hd == 64)) {
-        for (; s < nk; s += 8) {
-            int n = nk - s < 8 ? nk - s : 8;  // the last block: the missing positions as zero keys
-            const float *kt = kb + (size_t)s * kvstride;
-            if (n == 8)
-                for (int p = 0; p < 8; p++)
-                    prefetch_row(kt + (size_t)(p + DECODE_PREFETCH_ROWS) * kvstride, kvstride);
-            for (int h = 0; h < NH; h++) {
-                const float *qh = qb + (size_t)h * hd, *kr = kt + (size_t)(h / group) * hd;
-                if (n == 8) {
-                    __m256 d = hd == 32 ? scores8(qh, kr, kvstride, 4, 8) : scores8(qh, kr, kvstride, 8, 8);
-                    _mm256_storeu_ps(prob + (size_t)h * Tmax + s, d);
-                } else {
-                    float t[8];
-                    _mm256_storeu_ps(t, hd == 32 ? scores8(qh, kr, kvstride, 4, n) : scores8(qh, kr, kvstride, 8, n));
-                    memcpy(prob + (size_t)h * Tmax + s, t, (size_t)n * sizeof(float));
-                }
-            }
-        }
-        return;
-    }
-#endif
-    for (; s < nk; s++)
-        for (int h = 0; h < NH; h++)
-            prob[(size_t)h * Tmax + s] =
-                dot_lanes8(qb + (size_t)h * hd, kb + (size_t)s * kvstride + (size_t)(h / group) * hd, hd);
-}
-
-// out_h += sum_s p_h[s] v_s over positions [s0, nk) (vb: the values of position 0 on; ob
-// zeroed by the caller before the first range), each sum in ascending s.
-static void decode_values(float *ob, const float *prob, size_t Tmax, const float *vb,
-                          size_t kvstride, int NH, int group, int hd, int s0, int nk) {
-    if (nk <= s0) return;
-#ifdef __AVX512F__
-    // all heads in one pass over the value rows where their sums fit in 16 registers
-    if (attention_vector >= 2 && (hd == 32 || hd == 64) && NH * hd <= 256) {
-        size_t voff[8];
-        for (int h = 0; h < NH; h++) voff[h] = (size_t)(h / group) * hd;
-        const float *p = prob + s0, *vr = vb + (size_t)s0 * kvstride;
-        int n = nk - s0;
-#define VALUES16(HC, NHB) values16(ob, hd, p, Tmax, vr, voff, kvstride, n, HC, NHB)
-        switch (hd / 16 * 16 + NH) {
-        case 2 * 16 + 1: VALUES16(2, 1); return;
-        case 2 * 16 + 2: VALUES16(2, 2); return;
-        case 2 * 16 + 3: VALUES16(2, 3); return;
-        case 2 * 16 + 4: VALUES16(2, 4); return;
-        case 2 * 16 + 5: VALUES16(2, 5); return;
-        case 2 * 16 + 6: VALUES16(2, 6); return;
-        case 2 * 16 + 7: VALUES16(2, 7); return;
-        case 2 * 16 + 8: VALUES16(2, 8); return;
-        case 4 * 16 + 1: VALUES16(4, 1); return;
-        case 4 * 16 + 2: VALUES16(4, 2); return;
-        case 4 * 16 + 3: VALUES16(4, 3); return;
-        case 4 * 16 + 4: VALUES16(4, 4); return;
-        }
-#undef VALUES16
-    }
-#endif
-#ifdef __AVX2__
-    if (attention_vector && ((hd == 32 && group % 2 == 0) || hd == 64)) {
-        int nhb = hd == 32 ? 2 : 1;
-        for (int h = 0; h < NH; h += nhb) {
-            float *o = ob + (size_t)h * hd;
-            const float *p = prob + (size_t)h * Tmax + s0, *vr = vb + (size_t)s0 * kvstride + (size_t)(h / group) * hd;
-            if (hd == 32) values_heads(o, hd, p, Tmax, vr, kvstride, nk - s0, 4, 2);
-            else values_heads(o, hd, p, Tmax, vr, kvstride, nk - s0, 8, 1);
-        }
-        return;
-    }
-#endif
-    for (int s = s0; s < nk; s++) {
-        const float *vr = vb + (size_t)s * kvstride;
-        prefetch_row(vr + DECODE_PREFETCH_ROWS * kvstride, kvstride);
-        for (int h = 0; h < NH; h++) {
-            float ps = prob[(size_t)h * Tmax + s], *o = ob + (size_t)h * hd;
-            const float *vv = vr + (size_t)(h / group) * hd;
-#pragma omp simd
-            for (int i = 0; i < hd; i++) o[i] += ps * vv[i];
-        }
-    }
-}
-
-// Row bb of cpu_attention_decode (prob: room for NH x Tmax scores).
-static void decode_row(float *out, float *prob, const float *q, const float *kcache, const float *vcache,
-                       const int *pos, const int *share, const int *plen, int bb, int Tmax, int NH,
-                       int NKV, int hd) {
-    int group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)hd);
-    size_t kvstride = (size_t)NKV * hd;
-    int nk = pos[bb] < Tmax ? pos[bb] + 1 : Tmax;  // (pos >= Tmax: out of contract)
-    float *ob = out + (size_t)bb * NH * hd;
-    memset(ob, 0, (size_t)NH * hd * sizeof(float));
-    if (nk <= 0) return;
-    const float *qb = q + (size_t)bb * NH * hd;
-    const float *kb = kcache + (size_t)bb * Tmax * kvstride;
-    const float *vb = vcache + (size_t)bb * Tmax * kvstride;
-    // positions [0, np) from the row that shares them (the same numbers, likely cached)
-    int np = share && share[bb] != bb ? (plen[bb] < nk ? plen[bb] : nk) : 0;
-    const float *ks = np ? kcache + (size_t)share[bb] * Tmax * kvstride : kb;
-    const float *vs = np ? vcache + (size_t)share[bb] * Tmax * kvstride : vb;
-    decode_scores(prob, (size_t)Tmax, qb, ks, kvstride, NH, group, hd, 0, np);
-    decode_scores(prob, (size_t)Tmax, qb, kb, kvstride, NH, group, hd, np, nk);
-    for (int h = 0; h < NH; h++) {  // softmax of each head's scores
-        float *p = prob + (size_t)h * Tmax;
-        scale_row(p, nk, 1.0f / exp_sum(p, nk, row_max(p, nk), scale));
-    }
-    decode_values(ob, prob, (size_t)Tmax, vs, kvstride, NH, group, hd, 0, np);
-    decode_values(ob, prob, (size_t)Tmax, vb, kvstride, NH, group, hd, np, nk);
-}
-
-void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
-                          const float *vcache, const int *pos, const int *share, const int *plen,
-                          int B, int Tmax, int NH, int NKV, int hd) {
-    size_t nprob = (size_t)NH * Tmax + 1;
-    if (par_team((size_t)B * NH * Tmax * hd)) {
-#pragma omp parallel
-        {
-            float *prob = xmalloc(nprob * sizeof(float));  // (NH, Tmax)
-#pragma omp for schedule(dynamic, 2)
-            for (int bb = 0; bb < B; bb++)
-                decode_row(out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
-            free(prob);
-        }
-    } else {
-        float *prob = xmalloc(nprob * sizeof(float));
-        for (int bb = 0; bb < B; bb++)
-            decode_row(out, prob, q, kcache, vcache, pos, share, plen, bb, Tmax, NH, NKV, hd);
-        free(prob);
-    }
-}
-
 // ---- SwiGLU
 
 static inline float sigmoidf(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
@@ -1498,7 +513,7 @@ static void swiglu16_range(float *y, float *dup, const float *dout, const float 
 }
 
 // swiglu16_range over n elements: on a team (par_team), each thread a share of whole vectors.
-static void swiglu16(float *y, float *dup, const float *dout, const float *gate, const float *up,
+static void swiglu16(int vec, float *y, float *dup, const float *dout, const float *gate, const float *up,
                      size_t n) {
     if (!par_team(n)) {
         swiglu16_range(y, dup, dout, gate, up, 0, n);
@@ -1516,9 +531,10 @@ static void swiglu16(float *y, float *dup, const float *dout, const float *gate,
 // SwiGLU's loops are elementwise: 512-bit vectors where the CPU has them round alike.
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n) {
+    const int vec = b->paths.attention_vector;
 #ifdef __AVX512F__
-    if (attention_vector >= 2) {
-        swiglu16(out, NULL, NULL, gate, up, n);
+    if (vec >= 2) {
+        swiglu16(vec, out, NULL, NULL, gate, up, n);
         return;
     }
 #endif
@@ -1535,9 +551,10 @@ void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *
 __attribute__((target("prefer-vector-width=512")))
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t n) {
+    const int vec = b->paths.attention_vector;
 #ifdef __AVX512F__
-    if (dgate && dup && attention_vector >= 2) {
-        swiglu16(dgate, dup, dout, gate, up, n);
+    if (dgate && dup && vec >= 2) {
+        swiglu16(vec, dgate, dup, dout, gate, up, n);
         return;
     }
 #endif

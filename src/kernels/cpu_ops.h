@@ -1,5 +1,6 @@
-// cpu_ops.h: the float32 CPU reference implementation of every op in kernels.h
-// (same contracts; see there). OpenMP over rows, CBLAS (OpenBLAS) for matrix products.
+// cpu_ops.h: the CPU backend's implementation of every op in kernels.h (cpu_ops.c,
+// cpu_attention.c; same contracts, see there): OpenMP over rows, CBLAS (OpenBLAS) for matrix
+// products, AVX-512 kernels where the CPU has them. Only backend.c calls these.
 #ifndef GRPOLAB_CPU_OPS_H
 #define GRPOLAB_CPU_OPS_H
 
@@ -39,27 +40,14 @@ void cpu_kv_store(Backend *b, float *cache, const float *src, const int *start, 
 void cpu_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, const int *share, const int *plen,
                           int B, int Tmax, int NH, int NKV, int hd);
-// 0: the attention and SwiGLU kernels take their scalar loops only (the reference their
-// vector paths must equal bit for bit: tests/test_kernels.c); 1: their 256-bit vector paths
-// only (as on a CPU without AVX-512); 2 (the default): every vector path this build has (the
-// decode's scores and value sums, every softmax's exponentials, the forward's own products,
-// SwiGLU's 16-float loops).
-void cpu_attention_vector(int level);
-// 0: every attention product through OpenBLAS (the code before cpu_ops.c's own products);
-// 1 (the default): its own products where they run. For scripts/blas_order.c.
-void cpu_attention_own_products(int on);
 // The kernel set OpenBLAS runs (openblas_get_corename(), e.g. "SkylakeX"), and its build
 // configuration with that name (openblas_get_config()): src/sim/io/libenv.h.
 const char *cpu_blas_core(void);
-// The decode's products (src/kernels/cpu_ops.c): W (OC,C) packed once
-// (cpu_decode_packed_floats floats), then out (N,OC) = inp (N,C) @ W^T, each entry a chain of
-// fused multiply-adds from 0 in the inner dimension's order whatever N. cpu_decode_matches_blas
-// says whether that is what cblas_sgemm gives for 64 rows of the shape on this machine (0
-// without AVX-512, where the products run a scalar loop only as the reference).
-size_t cpu_decode_packed_floats(int C, int OC);
-void cpu_decode_pack(float *wp, const float *W, int C, int OC);
-void cpu_decode_matmul(float *out, const float *inp, const float *wp, int N, int C, int OC);
-int cpu_decode_matches_blas(int C, int OC);
+size_t cpu_decode_packed_floats(Backend *b, int C, int OC);
+void cpu_decode_pack(Backend *b, float *wp, const float *W, int C, int OC);
+void cpu_decode_matmul(Backend *b, float *out, const float *inp, const float *wp, int N, int C,
+                       int OC);
+int cpu_decode_rows_free(Backend *b, int C, int OC);
 const char *cpu_blas_config(void);
 void cpu_swiglu_forward(Backend *b, float *out, const float *gate, const float *up, size_t n);
 void cpu_swiglu_backward(Backend *b, float *dgate, float *dup, const float *dout,

@@ -508,6 +508,27 @@ extern "C" void cuda_matmul_forward(Backend *b, float *out, const float *inp, co
     linear_forward(b, out, inp, weight, N, C, OC);
 }
 
+// The decode's products: the packed weights are W as it is (cuBLAS reads it in place), the
+// product kn_matmul_forward's. Its numbers may depend on the row count (cuBLAS picks its
+// kernels by shape), so no shape is rows-free.
+extern "C" size_t cuda_decode_packed_floats(Backend *b, int C, int OC) {
+    (void)b;
+    return (size_t)C * OC;
+}
+extern "C" void cuda_decode_pack(Backend *b, float *wp, const float *W, int C, int OC) {
+    (void)b;
+    if ((size_t)C * OC > 0)
+        CUDA_CHECK(cudaMemcpy(wp, W, (size_t)C * OC * sizeof(float), cudaMemcpyDeviceToDevice));
+}
+extern "C" void cuda_decode_matmul(Backend *b, float *out, const float *inp, const float *wp,
+                                   int N, int C, int OC) {
+    cuda_matmul_forward(b, out, inp, wp, N, C, OC);
+}
+extern "C" int cuda_decode_rows_free(Backend *b, int C, int OC) {
+    (void)b, (void)C, (void)OC;
+    return 0;
+}
+
 extern "C" void cuda_matmul_forward_add(Backend *b, float *out, const float *inp,
                                         const float *weight, int N, int C, int OC) {
     if (N <= 0 || OC <= 0 || C <= 0) return;

@@ -47,6 +47,11 @@ void cuda_attention_backward(Backend *b, float *dq, float *dk, float *dv, const 
                             const int *lengths, int B, int T, int NH, int NKV, int hd);
 void cuda_kv_store(Backend *b, float *cache, const float *src, const int *start, const int *count,
                   int B, int T, int Tmax, int W);
+size_t cuda_decode_packed_floats(Backend *b, int C, int OC);
+void cuda_decode_pack(Backend *b, float *wp, const float *W, int C, int OC);
+void cuda_decode_matmul(Backend *b, float *out, const float *inp, const float *wp, int N, int C,
+                        int OC);
+int cuda_decode_rows_free(Backend *b, int C, int OC);
 void cuda_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
                           const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
                           int hd);

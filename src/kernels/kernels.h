@@ -1,8 +1,9 @@
 // kernels.h: the backend-neutral numeric kernel API of grpolab.
 //
-// Every op exists twice with the same contract: a readable float32 CPU reference
-// (cpu_ops.c, CBLAS from OpenBLAS for matrix products) and a CUDA implementation
-// (cuda_ops.cu, cuBLAS). Callers only see this header: a Backend handle and
+// Every op exists twice with the same contract: a float32 CPU implementation (cpu_ops.c and
+// cpu_attention.c: OpenMP, AVX-512 kernels, CBLAS from OpenBLAS for matrix products) and a
+// CUDA one (cuda_ops.cu, cuBLAS); cpu_ref.c holds the plain scalar reference that the tests
+// hold both to (tests/test_backend_ops.c). Callers only see this header: a Backend handle and
 // "device pointers" (host memory on the CPU backend, GPU memory on CUDA) that
 // come from bk_alloc. Integer arrays (tokens, lengths, positions) are device
 // pointers too.
@@ -28,16 +29,42 @@ extern "C" {
 
 typedef enum { BACKEND_CPU = 0, BACKEND_CUDA = 1 } BackendKind;
 
+// Which of a backend's paths its ops and their callers take. backend_create sets the defaults
+// of its kind (the fast paths wherever they give the numbers the logs hold); a test or a
+// script that compares paths sets the fields on its own Backend. Views of a model copy their
+// viewer's (src/sim/model/model.c).
+typedef struct BackendPaths {
+    // CPU attention, decode attention and SwiGLU: 2 the AVX-512 kernels where the CPU has
+    // them, 1 the AVX lane sums only, 0 the scalar loops (the same sums in the same order)
+    int attention_vector;
+    // CPU attention: 1 its T x T products are our own where they give OpenBLAS's numbers
+    // (docs/kernels.md), 0 OpenBLAS for every product (`make blas-order` compares the two)
+    int attention_own_products;
+    // the model decodes with kn_decode_matmul where kn_decode_rows_free says it may (the CPU:
+    // where it gives kn_matmul_forward's numbers); 0 keeps the decode on kn_matmul_forward
+    int decode_own_products;
+    // model_prefill runs each distinct prompt of a batch once (the CPU: its rows repeat it
+    // with the same numbers); 0 runs every row
+    int share_prompts;
+    // the sampler splits a decode batch whose KV cache outgrows the CPU's caches
+    // (SamplerConfig.split_bytes); a GPU wants the whole batch at once
+    int split_decode;
+} BackendPaths;
+
 typedef struct Backend {
     BackendKind kind;
     void *impl;    // backend-private state (cuBLAS handle, scratch buffers, ...)
     int use_tf32;  // CUDA only: allow TF32 tensor-core matmuls (off by default)
+    BackendPaths paths;
 } Backend;
 
 // "cpu" / "cuda"
 const char *backend_name(BackendKind kind);
 // Parses "cpu" / "cuda" (returns 0) or returns -1.
 int backend_parse(const char *s, BackendKind *out);
+// The BLAS the CPU backend calls: its build configuration and the kernels it runs.
+const char *backend_blas_config(void);
+const char *backend_blas_core(void);
 // 1 if the CUDA backend was compiled in and a device is usable; else 0 and the
 // reason in why (e.g. "built without nvcc", "no CUDA device: <driver message>").
 int backend_cuda_available(char *why, size_t whylen);
@@ -90,6 +117,20 @@ void kn_matmul_forward_add(Backend *b, float *out, const float *inp, const float
 void kn_matmul_backward(Backend *b, float *dinp, float *dweight, const float *dout,
                         const float *inp, const float *weight, int N, int C, int OC);
 
+// ---- decode-time products: many products of few rows by the same weights (a decode step's)
+// W (OC,C) is packed once into wp (kn_decode_packed_floats floats, bk_alloc'd), then
+// out (N,OC) = inp (N,C) @ W^T as often as needed. CPU: panels of 16-float vectors, each
+// entry a chain of fused multiply-adds from 0 over the inner dimension in order, whatever N.
+// CUDA: wp is W as it is and the product kn_matmul_forward's.
+size_t kn_decode_packed_floats(Backend *b, int C, int OC);
+void kn_decode_pack(Backend *b, float *wp, const float *W, int C, int OC);
+void kn_decode_matmul(Backend *b, float *out, const float *inp, const float *wp, int N, int C,
+                      int OC);
+// 1 if kn_decode_matmul's rows at this shape are kn_matmul_forward's of a product of 32 rows
+// or more, whatever N (checked once per shape and backend; 0 on CUDA, whose products depend
+// on their row count). A caller takes the decode products only with paths.decode_own_products.
+int kn_decode_rows_free(Backend *b, int C, int OC);
+
 // ---- rotary position embedding, "rotate half" convention of Llama/Qwen2 in HF:
 // for head h, i < hd/2, angle = pos[n] * theta^(-2i/hd):
 //   x'[i]        = x[i] cos - x[i+hd/2] sin
@@ -121,9 +162,12 @@ void kn_kv_store(Backend *b, float *cache, const float *src, const int *start, c
 // sequence b, whose keys/values for positions 0..pos[b] (its own included) are in
 // kcache, vcache (B,Tmax,NKV,hd). -> out (B,NH,hd). Rows with pos[b] < 0 are skipped (zeros);
 // pos[b] >= Tmax reads the Tmax cached keys.
+// share, plen (B, host) or NULL: row b's first plen[b] cached positions equal those of row
+// share[b] (a group's prompt, copied from its first row), which the CPU then reads instead,
+// while they are still in its caches; the numbers are the same either way (CUDA ignores them).
 void kn_attention_decode(Backend *b, float *out, const float *q, const float *kcache,
-                         const float *vcache, const int *pos, int B, int Tmax, int NH, int NKV,
-                         int hd);
+                         const float *vcache, const int *pos, const int *share, const int *plen,
+                         int B, int Tmax, int NH, int NKV, int hd);
 
 // ---- SwiGLU: out = silu(gate) * up, silu(x) = x * sigmoid(x)
 // gate, up (n) -> out (n)

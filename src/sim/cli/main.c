@@ -8,7 +8,7 @@
 
 #include "../../analysis/analysis.h"
 #include "../../common.h"
-#include "../../kernels/cpu_ops.h"
+#include "../../kernels/kernels.h"
 #include "bench.h"
 #include "../model/checkpoint.h"
 #include "../io/cli.h"
@@ -49,9 +49,9 @@ static int cmd_version(int argc, char **argv) {
     char why[256];
     int cuda = backend_cuda_available(why, sizeof why);
     printf("grpolab %s (commit %s)\n", GRPOLAB_VERSION, grpolab_commit());
-    printf("blas: %s\n", cpu_blas_config());
+    printf("blas: %s\n", backend_blas_config());
     char origin[128];
-    printf("blas kernels: %s (%s)\n", cpu_blas_core(), libenv_blas_origin(origin, sizeof origin));
+    printf("blas kernels: %s (%s)\n", backend_blas_core(), libenv_blas_origin(origin, sizeof origin));
 #ifdef GRPOLAB_CUDA
     printf("backends: cpu (built), cuda (built; %s)\n", cuda ? "device available" : why);
 #else

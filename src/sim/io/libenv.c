@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../kernels/cpu_ops.h"
+#include "../../kernels/kernels.h"
 
 const char *libenv_blas_core(const char *corename, int avx512, int avx2_fma) {
     if (!corename || strcmp(corename, "Prescott") != 0) return NULL;
@@ -20,7 +20,7 @@ static const char *blas_core_wanted(void) {
                  __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                  __builtin_cpu_supports("avx512vl");
     int avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return libenv_blas_core(cpu_blas_core(), avx512, avx2_fma);
+    return libenv_blas_core(backend_blas_core(), avx512, avx2_fma);
 #else
     return NULL;
 #endif
@@ -34,7 +34,7 @@ void libenv_reexec(char **argv) {
     if (!wait && !core) return;
     if (wait && setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
     if (core && (setenv("OPENBLAS_CORETYPE", core, 1) != 0 ||
-                 setenv(LIBENV_BLAS_FALLBACK, cpu_blas_core(), 1) != 0 ||
+                 setenv(LIBENV_BLAS_FALLBACK, backend_blas_core(), 1) != 0 ||
                  setenv(LIBENV_BLAS_NAMED, core, 1) != 0))
         return;
     execv("/proc/self/exe", argv);

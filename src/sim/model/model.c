@@ -9,7 +9,6 @@
 #endif
 
 #include "../../common.h"
-#include "../../kernels/cpu_ops.h"
 #include "../../kernels/philox.h"
 
 // ---------------------------------------------------------------- activations
@@ -94,10 +93,10 @@ struct Model {
     int *d_store_count;  // (kv_B) rows stored per sequence: prompt length / 1 or 0
     int *h_scratch;            // host (kv_B)
 
-    // the decode's own products (cpu_decode_matmul): every weight they read, packed once per
+    // the decode's own products (kn_decode_matmul): every weight they read, packed once per
     // generation by model_prefill (dec_wp, dec_wp_off per layer and product, the head last);
-    // dec_own_ok: they give OpenBLAS's numbers for every shape of this model (checked at
-    // creation); dec_own: the current generation decodes with them
+    // dec_own_ok: they are rows-free (kn_decode_rows_free) for every shape of this model
+    // (checked at creation); dec_own: the current generation decodes with them
     float *dec_wp;
     size_t *dec_wp_off;  // (7 n_layers + 2): the last is the floats of dec_wp (a view: its viewer's)
     int dec_own_ok, dec_own;
@@ -221,34 +220,10 @@ static const float *dec_weight(const Model *m, int i) {
     return i == 7 * L ? head_param(m->params, m) : layer_param(m->params, m, i / 7, dec_tensor[i % 7]);
 }
 
-static int own_decode = 1;
-void model_decode_own_products(int on) { own_decode = on; }
 int model_decode_rows_free(const Model *m) { return m->dec_own; }
 
-// cpu_decode_matches_blas, once per shape and process
-static int dec_shape_matches(int C, int OC) {
-    static struct { int C, OC, same; } known[64];
-    static int n_known;
-    int same = -1;
-#pragma omp critical(dec_shapes)
-    {
-        for (int i = 0; i < n_known && same < 0; i++)
-            if (known[i].C == C && known[i].OC == OC) same = known[i].same;
-        if (same < 0) {
-            same = cpu_decode_matches_blas(C, OC);
-            if (n_known < 64) {
-                known[n_known].C = C;
-                known[n_known].OC = OC;
-                known[n_known++].same = same;
-            }
-        }
-    }
-    return same;
-}
-
-// The offsets of the packed weights, and whether every shape gives OpenBLAS's numbers.
+// The offsets of the packed weights, and whether every shape is rows-free.
 static void dec_setup(Model *m) {
-    if (m->bk->kind != BACKEND_CPU) return;
     int n = 7 * m->cfg.n_layers + 1, ok = 1;
     m->dec_wp_off = xmalloc((size_t)(n + 1) * sizeof(size_t));
     size_t off = 0;
@@ -256,8 +231,8 @@ static void dec_setup(Model *m) {
         int C, OC;
         dec_shape(m, i, &C, &OC);
         m->dec_wp_off[i] = off;
-        off += cpu_decode_packed_floats(C, OC);
-        ok = ok && dec_shape_matches(C, OC);
+        off += kn_decode_packed_floats(m->bk, C, OC);
+        ok = ok && kn_decode_rows_free(m->bk, C, OC);
     }
     m->dec_wp_off[n] = off;
     m->dec_own_ok = ok;
@@ -266,11 +241,11 @@ static void dec_setup(Model *m) {
 // Packs the weights of every decode product (their values now) into dec_wp.
 static void dec_pack(Model *m) {
     int L = m->cfg.n_layers;
-    if (!m->dec_wp) m->dec_wp = xmalloc(m->dec_wp_off[7 * L + 1] * sizeof(float));
+    if (!m->dec_wp) m->dec_wp = bk_alloc(m->bk, m->dec_wp_off[7 * L + 1] * sizeof(float));
     for (int i = 0; i <= 7 * L; i++) {
         int C, OC;
         dec_shape(m, i, &C, &OC);
-        cpu_decode_pack(m->dec_wp + m->dec_wp_off[i], dec_weight(m, i), C, OC);
+        kn_decode_pack(m->bk, m->dec_wp + m->dec_wp_off[i], dec_weight(m, i), C, OC);
     }
 }
 
@@ -279,7 +254,7 @@ static void dec_matmul(Model *m, float *out, const float *inp, int i, int B) {
     int C, OC;
     dec_shape(m, i, &C, &OC);
     if (m->dec_own)
-        cpu_decode_matmul(out, inp, m->dec_wp + m->dec_wp_off[i], B, C, OC);
+        kn_decode_matmul(m->bk, out, inp, m->dec_wp + m->dec_wp_off[i], B, C, OC);
     else
         kn_matmul_forward(m->bk, out, inp, dec_weight(m, i), B, C, OC);
 }
@@ -343,7 +318,7 @@ void model_free(Model *m) {
     bk_free(m->bk, m->d_lengths);
     free(m->h_targets);
     free(m->tensors);
-    free(m->dec_wp);
+    if (m->dec_wp) bk_free(m->bk, m->dec_wp);
     if (!m->viewer) free(m->dec_wp_off);
     if (m->viewer) backend_destroy(m->bk);
     free(m);
@@ -370,6 +345,7 @@ Model **model_views(Model *m, int n, int with_grads) {
         v->viewer = m;
         m->view[m->n_views] = v;
     }
+    for (int i = 0; i < n; i++) m->view[i]->bk->paths = m->bk->paths;  // as they are now
     for (int i = 0; i < n && with_grads; i++)
         if (!m->view[i]->grads) {
             Model *v = m->view[i];
@@ -862,14 +838,11 @@ static int distinct_prompts(const int *tokens, const int *lengths, int B, int T,
     return n;
 }
 
-static int share_prompts = 1;
-void model_prefill_share_prompts(int on) { share_prompts = on; }
-
 void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T, float *logits) {
     if (B > m->kv_B) die("model_prefill: batch %d larger than the KV cache (%d)", B, m->kv_B);
     const ModelConfig *c = &m->cfg;
     int KW = c->n_kv_heads * m->head_dim, C = c->d_model;
-    m->dec_own = own_decode && m->dec_own_ok && B >= MODEL_DECODE_OWN_MIN_ROWS;
+    m->dec_own = m->dec_own_ok && m->bk->paths.decode_own_products && B >= MODEL_DECODE_OWN_MIN_ROWS;
     if (m->dec_own) dec_pack(m);
     // On the CPU each distinct prompt goes through the trunk once, and the rows that repeat it
     // take its keys, values and last residual. A row's numbers do not depend on the other rows
@@ -877,7 +850,7 @@ void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T
     // "Determinism", which `make blas-order` checks), so every row gets the full batch's bits.
     // The head runs on all B rows, as before.
     int *of = xmalloc((size_t)B * sizeof(int)), *rep = xmalloc((size_t)B * sizeof(int));
-    int n = m->bk->kind == BACKEND_CPU && share_prompts ? distinct_prompts(tokens, lengths, B, T, of, rep) : B;
+    int n = m->bk->paths.share_prompts ? distinct_prompts(tokens, lengths, B, T, of, rep) : B;
     if (n == B || (size_t)n * T < 32) {
         n = B;
         for (int b = 0; b < B; b++) of[b] = rep[b] = b;
@@ -977,12 +950,9 @@ void model_decode_step(Model *m, const int *tokens, const int *active, float *lo
         kn_rope_forward(bk, k, m->d_store_start, B, NKV, hd, c->rope_theta);
         kn_kv_store(bk, m->kcache[l], k, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
         kn_kv_store(bk, m->vcache[l], v, m->d_store_start, m->d_store_count, B, 1, c->max_seq_len, KW);
-        if (bk->kind == BACKEND_CPU)  // a group's prompt read from its first row (kv_share)
-            cpu_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, m->kv_share,
-                                 m->kv_plen, B, c->max_seq_len, NH, NKV, hd);
-        else
-            kn_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, B,
-                                c->max_seq_len, NH, NKV, hd);
+        // a group's prompt read from its first row (kv_share)
+        kn_attention_decode(bk, atty, q, m->kcache[l], m->vcache[l], m->d_dec_pos, m->kv_share,
+                            m->kv_plen, B, c->max_seq_len, NH, NKV, hd);
         dec_matmul(m, proj, atty, 7 * l + 3, B);
         kn_add(bk, x, x, proj, (size_t)B * C);
         kn_rmsnorm_forward(bk, ln, rstd, x, layer_param(P, m, l, T_MLP_NORM), B, C, c->norm_eps);

@@ -122,11 +122,11 @@ void model_kv_alloc(Model *m, int B);
 // prompt token to logits (B,V) (device array). On the CPU a prompt that several rows
 // repeat (a group's responses) goes through the model once, with the same numbers.
 void model_prefill(Model *m, const int *tokens, const int *lengths, int B, int T, float *logits);
-// For the tests: 0 makes model_prefill run every row through the model, repeated prompts
-// included (1, the default: each distinct prompt once).
-void model_prefill_share_prompts(int on);
-// The decode's products on the CPU: where the own products of cpu_decode_matmul give
-// OpenBLAS's numbers for every product shape of the model (checked when the model is made)
+// (The backend's paths.share_prompts; 0 runs every row through the model, repeated prompts
+// included.)
+// The decode's products: where kn_decode_matmul is rows-free (kn_decode_rows_free: on the
+// CPU, its own products give OpenBLAS's numbers) for every product shape of the model (checked
+// when the model is made)
 // and a generation starts with MODEL_DECODE_OWN_MIN_ROWS rows or more, model_prefill packs
 // the weights and the decode steps run on them. From that many rows OpenBLAS's products
 // round each row as a larger product does (docs/kernels.md "Determinism"), so no number of
@@ -135,9 +135,6 @@ void model_prefill_share_prompts(int on);
 // 1 if the current generation decodes with the own products: a decode step's rows then have
 // the same numbers however many rows the batch has.
 int model_decode_rows_free(const Model *m);
-// For the tests and scripts/blas_order.c: 0 keeps the decode on OpenBLAS (1, the default:
-// the own products where they give its numbers).
-void model_decode_own_products(int on);
 // Appends one token per sequence of the last prefill's batch B (host array (B); active (B)
 // host flags or NULL for all: inactive sequences are left untouched and their logits rows
 // are meaningless) at the sequence's next position and writes the next-token logits (B,V)

@@ -122,9 +122,9 @@ static void generate_rows(Model *m, const SamplerConfig *sc, const int *prompts,
     // half the cache per step, which the CPU's caches can hold where the whole did not. On
     // OpenBLAS's products a half keeps SAMPLER_MIN_ROWS rows or more, so its responses are
     // the whole batch's bit for bit (below); the own decode products keep them at any rows,
-    // and a half keeps SAMPLER_MIN_SPLIT_ROWS. A GPU wants the whole batch at once, so only
-    // the CPU splits.
-    double split = bk->kind == BACKEND_CPU ? (double)sc->split_bytes : 0;
+    // and a half keeps SAMPLER_MIN_SPLIT_ROWS. A GPU wants the whole batch at once: a backend
+    // splits where its paths.split_decode says so (the CPU's).
+    double split = bk->paths.split_decode ? (double)sc->split_bytes : 0;
     ParkedRows park[32];
     int n_park = 0;
     model_prefill(m, prompts, prompt_len, n, T, logits);

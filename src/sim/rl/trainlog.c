@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "../../common.h"
-#include "../../kernels/cpu_ops.h"
+#include "../../kernels/kernels.h"
 
 // ---------------------------------------------------------------- the tables (logschema.h)
 int trainlog_declare_compare(RunLog *rl, char *err, size_t errlen) {
@@ -42,7 +42,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "train.micro_batch", s->micro, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "threads", omp_get_max_threads(), err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "blas", cpu_blas_config(), err, errlen) == 0 &&
+             runlog_set_attr_str(rl, "blas", backend_blas_config(), err, errlen) == 0 &&
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init", s->init, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
