@@ -185,7 +185,7 @@ static int cmd_init(int argc, char **argv) {
     Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
     if (!bk) die("%s", err);
     Model *m = model_create(bk, &mc);
-    model_init_params(m, (uint64_t)config_int(c, "run.seed"));
+    model_init_params(m, (uint64_t)config_settings(c)->run.seed);
     char *text = config_to_ini(c);
     const char *vocab[256];
     int nv = world_vocab(vocab);  // stored when the model fits this world's tokenizer
@@ -259,7 +259,7 @@ static int cmd_bench(int argc, char **argv) {
     mc.max_seq_len = 128;
     int B = quick ? 8 : 64, T = quick ? 64 : 128;
     int dB = quick ? 16 : 256, dP = 32, dN = quick ? 16 : 96;
-    int threads = (int)config_int(c, "run.threads");
+    int threads = config_settings(c)->run.threads;
     printf("grpolab bench: backend %s, threads %s%d\n", backend_name(bk->kind),
            threads ? "" : "all = ", threads ? threads : omp_get_max_threads());
     int sn = quick ? 256 : (bk->kind == BACKEND_CUDA ? 4096 : 1024);
@@ -324,7 +324,7 @@ static int cmd_pretrain(int argc, char **argv) {
         return 2;
     }
     const char *out = cli_get(&pretrain_spec, &a, "out");
-    if (!out) out = config_str(c, "pretrain.out");
+    if (!out) out = config_settings(c)->pretrain.out;
     // refused and claimed before any training: a run whose model cannot be saved never starts
     // (pretrain_run checks the directory and the free space after the config)
     int resume = cli_flag(&pretrain_spec, &a, "resume"), overwrite = cli_flag(&pretrain_spec, &a, "overwrite");
@@ -445,7 +445,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
     char err[1024];
     EvalConfig ec = {0};
     const char *tname = cli_get(&eval_spec, a, "template");
-    if (!tname) tname = config_str(c, "world.template");
+    if (!tname) tname = config_settings(c)->world.template;
     if (template_parse(tname, &ec.template_kind) != 0) {
         fprintf(stderr, "grpolab: error: --template '%s': not one of r1|boxed|none\n", tname);
         config_free(c);
@@ -477,7 +477,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         config_free(c);
         return 2;
     }
-    ec.limit = (int)config_int(c, "eval.limit");
+    ec.limit = config_settings(c)->eval.limit;
     const char *ls = cli_get(&eval_spec, a, "limit");
     if (ls && parse_positive_int("limit", ls, &ec.limit) != 0) {
         config_free(c);
@@ -488,14 +488,14 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         config_free(c);
         return 2;
     }
-    ec.pool_seed = (uint64_t)config_int(c, "run.seed");
+    ec.pool_seed = (uint64_t)config_settings(c)->run.seed;
     const char *sh = cli_get(&eval_spec, a, "show");
     if (sh && parse_positive_int("show", sh, &ec.show) != 0) {
         config_free(c);
         return 2;
     }
-    ec.batch = (int)config_int(c, "eval.batch");
-    ec.world_seed = (uint64_t)config_int(c, "world.seed");
+    ec.batch = config_settings(c)->eval.batch;
+    ec.world_seed = (uint64_t)config_settings(c)->world.seed;
     ec.progress = 1;
     WorldGaps gaps;
     const char *fp = cli_get(&eval_spec, a, "failure-profile");
@@ -555,9 +555,9 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         return 2;
     }
     ec.sampler = (SamplerConfig){.temperature = (float)temp, .top_p = (float)top_p,
-                                 .max_new_tokens = (int)config_int(c, "world.max_new_tokens"),
+                                 .max_new_tokens = config_settings(c)->world.max_new_tokens,
                                  .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, ec.template_kind),
-                                 .seed = (uint64_t)config_int(c, "run.seed"),
+                                 .seed = (uint64_t)config_settings(c)->run.seed,
                                  .env = setup_sampler_env(c),
                                  .split_bytes = setup_split_bytes(c)};
     if (eval_check_prompts(m, tk, &ec, err, sizeof err) != 0) {
@@ -747,7 +747,7 @@ static int cmd_train(int argc, char **argv) {
     Config *c = cli_load_config(cli_get(&train_spec, &a, "config"), &a);
     if (!c) return 2;
     const char *out = cli_get(&train_spec, &a, "out");
-    if (!out) out = *config_str(c, "run.out") ? config_str(c, "run.out") : "data/runs/train.h5";
+    if (!out) out = *config_settings(c)->run.out ? config_settings(c)->run.out : "data/runs/train.h5";
     int resume = cli_flag(&train_spec, &a, "resume");
     if (resume && cli_flag(&train_spec, &a, "overwrite")) {
         fprintf(stderr, "grpolab train: error: --resume and --overwrite exclude each other\n");
