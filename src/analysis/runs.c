@@ -124,12 +124,12 @@ static void read_config(RunLogReader *rd, Run *r) {
             snprintf(r->question_set, sizeof r->question_set, "%s", qs);
         } else {
             size_t k = (size_t)snprintf(r->question_set, sizeof r->question_set, "weights");
-            for (int l = 1; l <= 5 && k < sizeof r->question_set; l++) {
-                char key[32];
-                snprintf(key, sizeof key, "train.weight_level%d", l);
+            const Settings *S = config_settings(c);
+            const double w[] = {S->train.weight_level1, S->train.weight_level2, S->train.weight_level3,
+                                S->train.weight_level4, S->train.weight_level5};
+            for (int l = 1; l <= 5 && k < sizeof r->question_set; l++)
                 k += (size_t)snprintf(r->question_set + k, sizeof r->question_set - k, "%s%g", l == 1 ? " " : ",",
-                                      config_float(c, key));
-            }
+                                      w[l - 1]);
         }
     }
     config_free(c);

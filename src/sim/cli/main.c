@@ -37,7 +37,8 @@ typedef struct {
 
 static int cmd_help(int argc, char **argv);
 static int check_train_init(Config *c);
-static int check_model_init(Config *c, const char *key, const char *what, int required);
+static int check_model_init(Config *c, const char *key, const char *init, const char *what,
+                            int required);
 
 // ---------------------------------------------------------------- version
 static int cmd_version(int argc, char **argv) {
@@ -319,7 +320,7 @@ static int cmd_pretrain(int argc, char **argv) {
             return 2;
         }
     }
-    if (check_model_init(c, "pretrain.init", "pretraining continues", 1) != 0) {
+    if (check_model_init(c, "pretrain.init", config_settings(c)->pretrain.init, "pretraining continues", 1) != 0) {
         config_free(c);
         return 2;
     }
@@ -690,13 +691,16 @@ static const CliSpec train_spec = {
 // leaves unset take the checkpoint's values, so the run log records the model that was
 // trained. A present tokenizer vocabulary must be this world's. An unreadable train.init is
 // left to train_run, which says why.
-static int check_train_init(Config *c) { return check_model_init(c, "train.init", "RL trains", 0); }
+static int check_train_init(Config *c) {
+    return check_model_init(c, "train.init", config_settings(c)->train.init, "RL trains", 0);
+}
 
-// The same for the checkpoint a config key names (train.init, pretrain.init): `what` says who
+// The same for the checkpoint init that the config key `key` names (train.init, pretrain.init;
+// the name is for messages, init its value, which c's changes leave as it is): `what` says who
 // trains it in the message; required: an unreadable checkpoint is an error here (else it is
 // left to the caller's loader).
-static int check_model_init(Config *c, const char *key, const char *what, int required) {
-    const char *init = config_str(c, key);
+static int check_model_init(Config *c, const char *key, const char *init, const char *what,
+                            int required) {
     if (!*init) return 0;
     ModelConfig mc;
     char err[1024];
@@ -710,22 +714,28 @@ static int check_model_init(Config *c, const char *key, const char *what, int re
         fprintf(stderr, "grpolab: error: %s: %s\n", key, err);
         return -1;
     }
+    const Settings *S = config_settings(c);
+    const SettingsSet *given = config_settings_set(c);
+    // the checkpoint's value, the config's (a float as the model holds it) and whether it is set
+#define MODEL_KEY(field, now) {"model." #field, mc.field, now, given->model.field}
     struct {
         const char *key;
-        double value;
-    } keys[] = {{"model.vocab_size", mc.vocab_size}, {"model.d_model", mc.d_model},
-                {"model.n_layers", mc.n_layers},     {"model.n_heads", mc.n_heads},
-                {"model.n_kv_heads", mc.n_kv_heads}, {"model.d_ff", mc.d_ff},
-                {"model.max_seq_len", mc.max_seq_len}, {"model.tied_embeddings", mc.tied_embeddings},
-                {"model.rope_theta", mc.rope_theta}, {"model.norm_eps", mc.norm_eps}};
+        double value, now;
+        bool set;
+    } keys[] = {MODEL_KEY(vocab_size, S->model.vocab_size), MODEL_KEY(d_model, S->model.d_model),
+                MODEL_KEY(n_layers, S->model.n_layers), MODEL_KEY(n_heads, S->model.n_heads),
+                MODEL_KEY(n_kv_heads, S->model.n_kv_heads), MODEL_KEY(d_ff, S->model.d_ff),
+                MODEL_KEY(max_seq_len, S->model.max_seq_len),
+                MODEL_KEY(tied_embeddings, S->model.tied_embeddings),
+                MODEL_KEY(rope_theta, (float)S->model.rope_theta),
+                MODEL_KEY(norm_eps, (float)S->model.norm_eps)};
+#undef MODEL_KEY
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const CfgKey *k = config_schema_key(keys[i].key);
-        double now = k->type == CFG_BOOL    ? config_bool(c, keys[i].key)
-                     : k->type == CFG_FLOAT ? (float)config_float(c, keys[i].key)
-                                            : (double)config_int(c, keys[i].key);
+        const double now = keys[i].now;
         char set[128];
         if (now == keys[i].value) continue;
-        if (config_was_set(c, keys[i].key)) {
+        if (keys[i].set) {
             fprintf(stderr, "grpolab: error: the config sets %s = %.9g, but %s '%s' is a model "
                     "with %.9g: the model %s is %s's; remove the key from [model] or "
                     "make it match\n", keys[i].key, now, key, init, keys[i].value, what, key);
