@@ -574,6 +574,8 @@ static void test_typed_settings_follow_the_config(void **state) {
     assert_true(S->objective.std_eps == 0.125);
     assert_int_equal(config_set(c, "diagnostics.compare=\"dapo,gspo\"", err, sizeof err), 0);
     assert_string_equal(S->diagnostics.compare, "dapo,gspo");
+    assert_true(config_number(c, "objective.std_eps") == 0.125);
+    assert_true(config_number(c, "model.n_layers") == 7.0);
     // every row: its field at its offset holds what the getter by name holds
     for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
         const CfgKey *k = &CONFIG_SCHEMA[i];

@@ -728,6 +728,11 @@ const char *config_str(const Config *c, const char *name) {
     return c->val[lookup_typed(c, name, "config_str", CFG_STRING, CFG_ENUM)].s;
 }
 
+double config_number(const Config *c, const char *name) {
+    int i = lookup_typed(c, name, "config_number", CFG_INT, CFG_FLOAT);
+    return c->schema[i].type == CFG_INT ? (double)c->val[i].i : c->val[i].f;
+}
+
 int config_was_set(const Config *c, const char *name) {
     return c->was_set[lookup(c, name, "config_was_set")];
 }

@@ -87,6 +87,9 @@ int64_t config_int(const Config *c, const char *name);
 double config_float(const Config *c, const char *name);
 int config_bool(const Config *c, const char *name);
 const char *config_str(const Config *c, const char *name);
+// The value of an INT or FLOAT key named by data (a sweep's axis) as a double. An unknown name
+// or another type is a programming error: die().
+double config_number(const Config *c, const char *name);
 // 1 if the key was given by a file or --set (even if equal to its default), else 0.
 // Unknown name: die().
 int config_was_set(const Config *c, const char *name);
