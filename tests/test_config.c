@@ -546,10 +546,61 @@ static void test_docs_list_every_key(void **state) {
     }
 }
 
+// Each typed field of config_settings() shows its key's value and flag: the field by its name
+// (as code reads it) against the getter by the key's text, at the defaults, after a file and
+// after --set; then every row's field at its offset against the getter.
+static void test_typed_settings_follow_the_config(void **state) {
+    (void)state;
+    Config *c = config_new();
+    const Settings *S = config_settings(c);
+    const SettingsSet *set = config_settings_set(c);
+    assert_int_equal(S->model.n_layers, 2);
+    assert_true(S->optim.lr == 1e-3);
+    assert_true(S->model.tied_embeddings);
+    assert_string_equal(S->objective.preset, "grpo");
+    assert_false(set->model.n_layers);
+    char err[512];
+    assert_int_equal(config_load_text(c, "[model]\nn_layers = 7\n[world]\ntemplate = BOXED\n", NULL, err, sizeof err), 0);
+    assert_int_equal(S->model.n_layers, 7);
+    assert_true(set->model.n_layers);
+    assert_false(set->model.d_model);
+    assert_string_equal(S->world.template, "boxed");
+    assert_int_equal(config_set(c, "run.seed=9007199254740992", err, sizeof err), 0);
+    assert_true(S->run.seed == INT64_C(9007199254740992));
+    assert_int_equal(config_set(c, "model.tied_embeddings=off", err, sizeof err), 0);
+    assert_false(S->model.tied_embeddings);
+    assert_true(set->model.tied_embeddings);
+    assert_int_equal(config_set(c, "objective.std_eps=0.125", err, sizeof err), 0);
+    assert_true(S->objective.std_eps == 0.125);
+    assert_int_equal(config_set(c, "diagnostics.compare=\"dapo,gspo\"", err, sizeof err), 0);
+    assert_string_equal(S->diagnostics.compare, "dapo,gspo");
+    assert_true(config_number(c, "objective.std_eps") == 0.125);
+    assert_true(config_number(c, "model.n_layers") == 7.0);
+    // every row: its field at its offset holds what the getter by name holds
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        const CfgKey *k = &CONFIG_SCHEMA[i];
+        char name[128];
+        snprintf(name, sizeof name, "%s.%s", k->section, k->key);
+        const char *field = (const char *)S + k->offset;
+        assert_int_equal(*((const bool *)((const char *)set + k->set_offset)), config_was_set(c, name));
+        switch (k->type) {
+            case CFG_INT:
+                assert_true(k->ctype == CFG_C_INT64 ? *(const int64_t *)field == config_int(c, name)
+                                                    : *(const int *)field == config_int(c, name));
+                break;
+            case CFG_FLOAT: assert_true(*(const double *)field == config_float(c, name)); break;
+            case CFG_BOOL: assert_int_equal(*(const bool *)field, config_bool(c, name)); break;
+            default: assert_ptr_equal(*(const char *const *)field, config_str(c, name)); break;
+        }
+    }
+    config_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_docs_list_every_key),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_typed_settings_follow_the_config),
         cmocka_unit_test(test_schema_defaults_validate),
         cmocka_unit_test(test_load_fixture),
         cmocka_unit_test(test_load_temp_file_and_error_location),

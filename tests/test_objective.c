@@ -535,6 +535,36 @@ static void test_op_token_weights_clip_kl(void **state) {
     assert_true(max_err < 1e-5);
 }
 
+// The [objective] enum keys of the settings table admit "preset" and exactly the names of the
+// enums' values, in the enums' order (the table and objective.c each list them: they must not
+// drift apart), and objective.preset admits exactly the presets, in the table's order.
+static void expect_choices(const char *key, const char *want) {
+    const CfgKey *k = config_schema_key(key);
+    assert_non_null(k);
+    assert_string_equal(k->choices, want);
+}
+
+static void test_schema_enum_choices_are_the_enums(void **state) {
+    (void)state;
+    char want[1024];
+    size_t n;
+#define CHOICES(key, count, name_of)                                                        \
+    n = (size_t)snprintf(want, sizeof want, "preset");                                      \
+    for (int i = 0; i < (count); i++) n += (size_t)snprintf(want + n, sizeof want - n, "|%s", name_of); \
+    expect_choices(key, want);
+    CHOICES("objective.baseline", BASELINE_MAX_LOO + 1, baseline_name((Baseline)i))
+    CHOICES("objective.scale", SCALE_BATCH_WHITEN + 1, scale_name((Scale)i))
+    CHOICES("objective.aggregation", AGG_TOKEN_SUM + 1, aggregation_name((Aggregation)i))
+    CHOICES("objective.ratio", RATIO_NONE + 1, ratio_name((RatioLevel)i))
+    CHOICES("objective.clip", CLIP_NONE + 1, clip_name((ClipStyle)i))
+    CHOICES("objective.token_mean_scope", SCOPE_MICRO_BATCH + 1, scope_name((TokenMeanScope)i))
+#undef CHOICES
+    n = 0;
+    for (int i = 0; i < objective_preset_count(); i++)
+        n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? "|" : "", objective_preset_info(i, NULL)->name);
+    expect_choices("objective.preset", want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_groups_ddof0),
@@ -547,6 +577,7 @@ int main(void) {
         cmocka_unit_test(test_dual_clip),
         cmocka_unit_test(test_config_knobs),
         cmocka_unit_test(test_presets_resolved),
+        cmocka_unit_test(test_schema_enum_choices_are_the_enums),
         cmocka_unit_test(test_set_key_overrides_only_when_set),
         cmocka_unit_test(test_op_group_advantages),
         cmocka_unit_test(test_op_token_weights_rho1),

@@ -51,7 +51,7 @@ static int run_objective(const Run *r, ObjectiveConfig *oc) {
     if (!text) return -1;
     Config *c = config_from_stored(text, r->path, e, sizeof e);
     free(text);
-    int rc = c ? objective_from_config(c, (int)config_int(c, "world.max_new_tokens"), oc, e, sizeof e) : -1;
+    int rc = c ? objective_from_config(c, config_settings(c)->world.max_new_tokens, oc, e, sizeof e) : -1;
     config_free(c);
     return rc;
 }

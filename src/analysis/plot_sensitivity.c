@@ -56,8 +56,7 @@ static int config_value(const char *text, const char *what, const char *key, dou
     char e[1024];
     Config *c = config_from_stored(text, what, e, sizeof e);
     if (!c) return set_err(err, errlen, "%s", e);
-    const CfgKey *k = config_schema_key(key);
-    *v = k->type == CFG_INT ? (double)config_int(c, key) : config_float(c, key);
+    *v = config_number(c, key);
     config_free(c);
     return 0;
 }

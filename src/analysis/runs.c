@@ -63,7 +63,7 @@ static int check_whole(const char *path, const char *ds, const double *v, int64_
     return 0;
 }
 
-// Bounds of the schema's ranges (config_schema.c): train.steps, world.max_new_tokens,
+// Bounds of the schema's ranges (io/settings.h): train.steps, world.max_new_tokens,
 // train.group_size.
 #define MAX_STEPS 100000000.0
 #define MAX_TOKENS 65536.0
@@ -113,22 +113,22 @@ static void read_config(RunLogReader *rd, Run *r) {
         fprintf(stderr, "grpolab: note: %s: its config does not read back (%s): planned steps unknown\n",
                 r->path, e);
     } else {
-        r->steps_planned = (int)config_int(c, "train.steps");
-        r->group_size = (int)config_int(c, "train.group_size");
-        r->minibatch_size = (int)config_int(c, "train.minibatch_size");
-        r->max_new_tokens = (int)config_int(c, "world.max_new_tokens");
-        snprintf(r->template_name, sizeof r->template_name, "%s", config_str(c, "world.template"));
-        const char *qs = config_str(c, "train.question_set");
+        r->steps_planned = config_settings(c)->train.steps;
+        r->group_size = config_settings(c)->train.group_size;
+        r->minibatch_size = config_settings(c)->train.minibatch_size;
+        r->max_new_tokens = config_settings(c)->world.max_new_tokens;
+        snprintf(r->template_name, sizeof r->template_name, "%s", config_settings(c)->world.template);
+        const char *qs = config_settings(c)->train.question_set;
         if (strcmp(qs, "weights") != 0) {
             snprintf(r->question_set, sizeof r->question_set, "%s", qs);
         } else {
             size_t k = (size_t)snprintf(r->question_set, sizeof r->question_set, "weights");
-            for (int l = 1; l <= 5 && k < sizeof r->question_set; l++) {
-                char key[32];
-                snprintf(key, sizeof key, "train.weight_level%d", l);
+            const Settings *S = config_settings(c);
+            const double w[] = {S->train.weight_level1, S->train.weight_level2, S->train.weight_level3,
+                                S->train.weight_level4, S->train.weight_level5};
+            for (int l = 1; l <= 5 && k < sizeof r->question_set; l++)
                 k += (size_t)snprintf(r->question_set + k, sizeof r->question_set - k, "%s%g", l == 1 ? " " : ",",
-                                      config_float(c, key));
-            }
+                                      w[l - 1]);
         }
     }
     config_free(c);

@@ -260,7 +260,7 @@ int cmd_bench_rl(int argc, char **argv) {
     if (S->micro == 0 || S->micro > S->M) S->micro = S->M;
     // the model: --init, else train.init if it exists, else a fresh one of [model]
     const char *init = cli_get(&bench_rl_spec, &a, "init");
-    if (!init && access(config_str(c, "train.init"), R_OK) == 0) init = config_str(c, "train.init");
+    if (!init && access(config_settings(c)->train.init, R_OK) == 0) init = config_settings(c)->train.init;
     ModelConfig mc;
     if (init ? checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err)
              : setup_model_config(c, &mc, err, sizeof err)) {
@@ -277,12 +277,12 @@ int cmd_bench_rl(int argc, char **argv) {
         config_free(c);
         return 2;
     }
-    if (!init) model_init_params(B.m, (uint64_t)config_int(c, "run.seed"));
-    B.sc = (SamplerConfig){.temperature = (float)config_float(c, "train.temperature"),
-                           .top_p = (float)config_float(c, "train.top_p"), .max_new_tokens = max_new,
+    if (!init) model_init_params(B.m, (uint64_t)config_settings(c)->run.seed);
+    B.sc = (SamplerConfig){.temperature = (float)config_settings(c)->train.temperature,
+                           .top_p = (float)config_settings(c)->train.top_p, .max_new_tokens = max_new,
                            .eos_token = B.forced ? -1 : TOK_EOS,
                            .stop_token = B.forced ? -1 : template_stop_token(B.tk, S->template_kind),
-                           .seed = (uint64_t)config_int(c, "run.seed"),
+                           .seed = (uint64_t)config_settings(c)->run.seed,
                            .env = B.forced ? NULL : setup_sampler_env(c),
                            .split_bytes = setup_split_bytes(c)};
     const char *lpath = cli_get(&bench_rl_spec, &a, "lengths-out");

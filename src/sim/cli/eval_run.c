@@ -96,7 +96,7 @@ static int final_open(Final *f, const char *run, const char *threads, char *err,
                 ck_id ? ck_id : "none", f->run_id ? f->run_id : "none");
         goto done;
     }
-    int64_t steps = config_int(f->cfg, "train.steps");
+    int64_t steps = config_settings(f->cfg)->train.steps;
     if (f->step != steps) {
         set_err(err, errlen, "%s: the checkpoint %s is at step %lld of the run's %lld: the run is not finished "
                 "(grpolab train --resume goes on)", run, f->ckpt, (long long)f->step, (long long)steps);
@@ -135,17 +135,17 @@ static int evaluate_into(const Final *f, Model *m, int which, int samples, char 
     const Tokenizer *tk = tokenizer_default();
     char out[4300], e[1024];
     final_eval_path(f->run, which, out, sizeof out);
-    EvalConfig ec = {.reward_rule = setup_reward_rule(c), .world_seed = (uint64_t)config_int(c, "world.seed"),
-                     .batch = (int)config_int(c, "eval.batch"), .limit = (int)config_int(c, "eval.limit"),
-                     .pool_seed = (uint64_t)config_int(c, "run.seed"), .progress = 1,
+    EvalConfig ec = {.reward_rule = setup_reward_rule(c), .world_seed = (uint64_t)config_settings(c)->world.seed,
+                     .batch = config_settings(c)->eval.batch, .limit = config_settings(c)->eval.limit,
+                     .pool_seed = (uint64_t)config_settings(c)->run.seed, .progress = 1,
                      .samples = which == FINAL_GREEDY ? 1 : samples, .source_run = f->run, .source_step = f->step,
                      .source_run_id = f->run_id};
-    if (template_parse(config_str(c, "world.template"), &ec.template_kind) != 0)
-        return set_err(err, errlen, "%s: world.template '%s' is not known", f->run, config_str(c, "world.template"));
+    if (template_parse(config_settings(c)->world.template, &ec.template_kind) != 0)
+        return set_err(err, errlen, "%s: world.template '%s' is not known", f->run, config_settings(c)->world.template);
     ec.sampler = (SamplerConfig){.temperature = which == FINAL_GREEDY ? 0.0f : 1.0f, .top_p = 1.0f,
-                                 .max_new_tokens = (int)config_int(c, "world.max_new_tokens"), .eos_token = TOK_EOS,
+                                 .max_new_tokens = config_settings(c)->world.max_new_tokens, .eos_token = TOK_EOS,
                                  .stop_token = template_stop_token(tk, ec.template_kind),
-                                 .seed = (uint64_t)config_int(c, "run.seed"), .env = setup_sampler_env(c),
+                                 .seed = (uint64_t)config_settings(c)->run.seed, .env = setup_sampler_env(c),
                                  .split_bytes = setup_split_bytes(c)};
     if (eval_check_prompts(m, tk, &ec, e, sizeof e) != 0) return set_err(err, errlen, "%s: %s", f->run, e);
     fprintf(stderr, "eval-run: %s at step %lld, %s -> %s\n", f->run, (long long)f->step,

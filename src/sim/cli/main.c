@@ -37,7 +37,8 @@ typedef struct {
 
 static int cmd_help(int argc, char **argv);
 static int check_train_init(Config *c);
-static int check_model_init(Config *c, const char *key, const char *what, int required);
+static int check_model_init(Config *c, const char *key, const char *init, const char *what,
+                            int required);
 
 // ---------------------------------------------------------------- version
 static int cmd_version(int argc, char **argv) {
@@ -185,7 +186,7 @@ static int cmd_init(int argc, char **argv) {
     Backend *bk = backend_create(BACKEND_CPU, err, sizeof err);
     if (!bk) die("%s", err);
     Model *m = model_create(bk, &mc);
-    model_init_params(m, (uint64_t)config_int(c, "run.seed"));
+    model_init_params(m, (uint64_t)config_settings(c)->run.seed);
     char *text = config_to_ini(c);
     const char *vocab[256];
     int nv = world_vocab(vocab);  // stored when the model fits this world's tokenizer
@@ -259,7 +260,7 @@ static int cmd_bench(int argc, char **argv) {
     mc.max_seq_len = 128;
     int B = quick ? 8 : 64, T = quick ? 64 : 128;
     int dB = quick ? 16 : 256, dP = 32, dN = quick ? 16 : 96;
-    int threads = (int)config_int(c, "run.threads");
+    int threads = config_settings(c)->run.threads;
     printf("grpolab bench: backend %s, threads %s%d\n", backend_name(bk->kind),
            threads ? "" : "all = ", threads ? threads : omp_get_max_threads());
     int sn = quick ? 256 : (bk->kind == BACKEND_CUDA ? 4096 : 1024);
@@ -319,12 +320,12 @@ static int cmd_pretrain(int argc, char **argv) {
             return 2;
         }
     }
-    if (check_model_init(c, "pretrain.init", "pretraining continues", 1) != 0) {
+    if (check_model_init(c, "pretrain.init", config_settings(c)->pretrain.init, "pretraining continues", 1) != 0) {
         config_free(c);
         return 2;
     }
     const char *out = cli_get(&pretrain_spec, &a, "out");
-    if (!out) out = config_str(c, "pretrain.out");
+    if (!out) out = config_settings(c)->pretrain.out;
     // refused and claimed before any training: a run whose model cannot be saved never starts
     // (pretrain_run checks the directory and the free space after the config)
     int resume = cli_flag(&pretrain_spec, &a, "resume"), overwrite = cli_flag(&pretrain_spec, &a, "overwrite");
@@ -445,7 +446,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
     char err[1024];
     EvalConfig ec = {0};
     const char *tname = cli_get(&eval_spec, a, "template");
-    if (!tname) tname = config_str(c, "world.template");
+    if (!tname) tname = config_settings(c)->world.template;
     if (template_parse(tname, &ec.template_kind) != 0) {
         fprintf(stderr, "grpolab: error: --template '%s': not one of r1|boxed|none\n", tname);
         config_free(c);
@@ -477,7 +478,7 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         config_free(c);
         return 2;
     }
-    ec.limit = (int)config_int(c, "eval.limit");
+    ec.limit = config_settings(c)->eval.limit;
     const char *ls = cli_get(&eval_spec, a, "limit");
     if (ls && parse_positive_int("limit", ls, &ec.limit) != 0) {
         config_free(c);
@@ -488,14 +489,14 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         config_free(c);
         return 2;
     }
-    ec.pool_seed = (uint64_t)config_int(c, "run.seed");
+    ec.pool_seed = (uint64_t)config_settings(c)->run.seed;
     const char *sh = cli_get(&eval_spec, a, "show");
     if (sh && parse_positive_int("show", sh, &ec.show) != 0) {
         config_free(c);
         return 2;
     }
-    ec.batch = (int)config_int(c, "eval.batch");
-    ec.world_seed = (uint64_t)config_int(c, "world.seed");
+    ec.batch = config_settings(c)->eval.batch;
+    ec.world_seed = (uint64_t)config_settings(c)->world.seed;
     ec.progress = 1;
     WorldGaps gaps;
     const char *fp = cli_get(&eval_spec, a, "failure-profile");
@@ -555,9 +556,9 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
         return 2;
     }
     ec.sampler = (SamplerConfig){.temperature = (float)temp, .top_p = (float)top_p,
-                                 .max_new_tokens = (int)config_int(c, "world.max_new_tokens"),
+                                 .max_new_tokens = config_settings(c)->world.max_new_tokens,
                                  .eos_token = TOK_EOS, .stop_token = template_stop_token(tk, ec.template_kind),
-                                 .seed = (uint64_t)config_int(c, "run.seed"),
+                                 .seed = (uint64_t)config_settings(c)->run.seed,
                                  .env = setup_sampler_env(c),
                                  .split_bytes = setup_split_bytes(c)};
     if (eval_check_prompts(m, tk, &ec, err, sizeof err) != 0) {
@@ -690,13 +691,16 @@ static const CliSpec train_spec = {
 // leaves unset take the checkpoint's values, so the run log records the model that was
 // trained. A present tokenizer vocabulary must be this world's. An unreadable train.init is
 // left to train_run, which says why.
-static int check_train_init(Config *c) { return check_model_init(c, "train.init", "RL trains", 0); }
+static int check_train_init(Config *c) {
+    return check_model_init(c, "train.init", config_settings(c)->train.init, "RL trains", 0);
+}
 
-// The same for the checkpoint a config key names (train.init, pretrain.init): `what` says who
+// The same for the checkpoint init that the config key `key` names (train.init, pretrain.init;
+// the name is for messages, init its value, which c's changes leave as it is): `what` says who
 // trains it in the message; required: an unreadable checkpoint is an error here (else it is
 // left to the caller's loader).
-static int check_model_init(Config *c, const char *key, const char *what, int required) {
-    const char *init = config_str(c, key);
+static int check_model_init(Config *c, const char *key, const char *init, const char *what,
+                            int required) {
     if (!*init) return 0;
     ModelConfig mc;
     char err[1024];
@@ -710,22 +714,28 @@ static int check_model_init(Config *c, const char *key, const char *what, int re
         fprintf(stderr, "grpolab: error: %s: %s\n", key, err);
         return -1;
     }
+    const Settings *S = config_settings(c);
+    const SettingsSet *given = config_settings_set(c);
+    // the checkpoint's value, the config's (a float as the model holds it) and whether it is set
+#define MODEL_KEY(field, now) {"model." #field, mc.field, now, given->model.field}
     struct {
         const char *key;
-        double value;
-    } keys[] = {{"model.vocab_size", mc.vocab_size}, {"model.d_model", mc.d_model},
-                {"model.n_layers", mc.n_layers},     {"model.n_heads", mc.n_heads},
-                {"model.n_kv_heads", mc.n_kv_heads}, {"model.d_ff", mc.d_ff},
-                {"model.max_seq_len", mc.max_seq_len}, {"model.tied_embeddings", mc.tied_embeddings},
-                {"model.rope_theta", mc.rope_theta}, {"model.norm_eps", mc.norm_eps}};
+        double value, now;
+        bool set;
+    } keys[] = {MODEL_KEY(vocab_size, S->model.vocab_size), MODEL_KEY(d_model, S->model.d_model),
+                MODEL_KEY(n_layers, S->model.n_layers), MODEL_KEY(n_heads, S->model.n_heads),
+                MODEL_KEY(n_kv_heads, S->model.n_kv_heads), MODEL_KEY(d_ff, S->model.d_ff),
+                MODEL_KEY(max_seq_len, S->model.max_seq_len),
+                MODEL_KEY(tied_embeddings, S->model.tied_embeddings),
+                MODEL_KEY(rope_theta, (float)S->model.rope_theta),
+                MODEL_KEY(norm_eps, (float)S->model.norm_eps)};
+#undef MODEL_KEY
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const CfgKey *k = config_schema_key(keys[i].key);
-        double now = k->type == CFG_BOOL    ? config_bool(c, keys[i].key)
-                     : k->type == CFG_FLOAT ? (float)config_float(c, keys[i].key)
-                                            : (double)config_int(c, keys[i].key);
+        const double now = keys[i].now;
         char set[128];
         if (now == keys[i].value) continue;
-        if (config_was_set(c, keys[i].key)) {
+        if (keys[i].set) {
             fprintf(stderr, "grpolab: error: the config sets %s = %.9g, but %s '%s' is a model "
                     "with %.9g: the model %s is %s's; remove the key from [model] or "
                     "make it match\n", keys[i].key, now, key, init, keys[i].value, what, key);
@@ -747,7 +757,7 @@ static int cmd_train(int argc, char **argv) {
     Config *c = cli_load_config(cli_get(&train_spec, &a, "config"), &a);
     if (!c) return 2;
     const char *out = cli_get(&train_spec, &a, "out");
-    if (!out) out = *config_str(c, "run.out") ? config_str(c, "run.out") : "data/runs/train.h5";
+    if (!out) out = *config_settings(c)->run.out ? config_settings(c)->run.out : "data/runs/train.h5";
     int resume = cli_flag(&train_spec, &a, "resume");
     if (resume && cli_flag(&train_spec, &a, "overwrite")) {
         fprintf(stderr, "grpolab train: error: --resume and --overwrite exclude each other\n");

@@ -53,7 +53,7 @@ static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, siz
             char err[1024];
             Run *r = run_load(path, err, sizeof err);
             int complete = r && run_complete(r);
-            int64_t done = r ? r->n_steps : 0, steps = config_int(c, "train.steps");
+            int64_t done = r ? r->n_steps : 0, steps = config_settings(c)->train.steps;
             run_free(r);
             char *ckpt = path_with_suffix(path, RESUME_CKPT_SUFFIX);
             int has_ckpt = access(ckpt, F_OK) == 0;
@@ -98,7 +98,7 @@ static Sweep *load_checked(const char *file, RunState **states) {
             fprintf(stderr, "grpolab sweep: %s\n", err);
             refused++;
         }
-        const char *init = config_str(c, "train.init");
+        const char *init = config_settings(c)->train.init;
         if ((*states)[i] != RUN_COMPLETE && (*states)[i] != RUN_RESUME && (*states)[i] != RUN_EXTEND &&
             access(init, R_OK) != 0) {
             if (strcmp(init, missing) != 0)
@@ -860,7 +860,7 @@ static int sweep_status(int argc, char **argv) {
         char *path = sweep_run_path(s, i), *output = run_output(s, i, name), *detail = NULL;
         Config *c = sweep_run_config(s, i, msg, sizeof msg);  // resolved by sweep_check
         RunState st = run_state(s, i, c, msg, sizeof msg);
-        long long steps = (long long)config_int(c, "train.steps");
+        long long steps = (long long)config_settings(c)->train.steps;
         config_free(c);
         long pid = out_writer(path);
         const char *sq = sl_state[i];

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ struct Config {
     int n;
     CfgValue *val;  // (n)
     char *was_set;  // (n) 1 if set by a file or --set
+    Settings typed;    // val as the fields of settings.h, kept equal by sync()
+    SettingsSet typed_set;
 };
 
 // ---------------------------------------------------------------- small helpers
@@ -435,6 +438,24 @@ static int lex_value(const char *s, size_t len, int comments, const char *name, 
 
 // ---------------------------------------------------------------- Config
 
+// Copies key i's value and flag into its field of c->typed and c->typed_set.
+static void sync(Config *c, int i) {
+    const CfgKey *k = &c->schema[i];
+    char *field = (char *)&c->typed + k->offset;
+    const CfgValue *v = &c->val[i];
+    switch (k->ctype) {
+        case CFG_C_INT: *(int *)field = (int)v->i; break;  // the table's range fits an int
+        case CFG_C_INT64: *(int64_t *)field = v->i; break;
+        case CFG_C_DOUBLE: *(double *)field = v->f; break;
+        case CFG_C_BOOL: *(bool *)field = v->i != 0; break;
+        case CFG_C_STR: *(const char **)field = v->s; break;
+    }
+    *((bool *)((char *)&c->typed_set + k->set_offset)) = c->was_set[i] != 0;
+}
+
+const Settings *config_settings(const Config *c) { return &c->typed; }
+const SettingsSet *config_settings_set(const Config *c) { return &c->typed_set; }
+
 static Config *config_new_schema(const CfgKey *schema, int n) {
     Config *c = xcalloc(1, sizeof *c);
     c->schema = schema;
@@ -448,6 +469,16 @@ static Config *config_new_schema(const CfgKey *schema, int n) {
         if (!k->def || parse_value(k, k->def, &c->val[i], &m) != 0)
             die("config schema: bad default of %s.%s: %s", k->section, k->key,
                 k->def ? err : "missing");
+        static const CfgCType want[] = {[CFG_INT] = CFG_C_INT, [CFG_FLOAT] = CFG_C_DOUBLE,
+                                         [CFG_BOOL] = CFG_C_BOOL, [CFG_STRING] = CFG_C_STR,
+                                         [CFG_ENUM] = CFG_C_STR};
+        if (k->ctype != want[k->type] && !(k->type == CFG_INT && k->ctype == CFG_C_INT64))
+            die("config schema: %s.%s: its C type does not hold a %s", k->section, k->key,
+                TYPE_NAME[k->type]);
+        if (k->ctype == CFG_C_INT && (k->min < INT_MIN || k->max > INT_MAX))
+            die("config schema: %s.%s: range [%g, %g] does not fit an int", k->section, k->key,
+                k->min, k->max);
+        sync(c, i);
     }
     return c;
 }
@@ -467,6 +498,7 @@ static void commit(Config *c, int i, CfgValue v) {
     free(c->val[i].s);
     c->val[i] = v;
     c->was_set[i] = 1;
+    sync(c, i);
 }
 
 int config_load_text(Config *c, const char *text, const char *name, char *err, size_t errlen) {
@@ -694,6 +726,11 @@ int config_bool(const Config *c, const char *name) {
 
 const char *config_str(const Config *c, const char *name) {
     return c->val[lookup_typed(c, name, "config_str", CFG_STRING, CFG_ENUM)].s;
+}
+
+double config_number(const Config *c, const char *name) {
+    int i = lookup_typed(c, name, "config_number", CFG_INT, CFG_FLOAT);
+    return c->schema[i].type == CFG_INT ? (double)c->val[i].i : c->val[i].f;
 }
 
 int config_was_set(const Config *c, const char *name) {

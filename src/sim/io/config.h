@@ -1,5 +1,6 @@
 // config.h: grpolab's settings: INI files with [sections], `--set section.key=value`
-// overrides, and validation against one schema table (config_schema.c).
+// overrides, and validation against one schema table (config_schema.c, made from the table
+// of settings.h).
 //
 // File syntax:
 //   [section]            header; every key belongs to the last header above it
@@ -16,8 +17,9 @@
 // and what is allowed. The CLI prints "grpolab: error: <message>" and exits 2.
 // A call that fails leaves the Config unchanged.
 //
-// Adding a setting: one row in CONFIG_SCHEMA (config_schema.c), read it with
-// config_int/float/bool/str("section.key"). Rows of a section need not be adjacent.
+// Adding a setting: one row in the table of settings.h; code reads it as a field of
+// config_settings(c). The string-keyed getters below serve tests and code that walks the
+// schema (a key named by data, such as a sweep's axis), never a key written in code.
 #ifndef GRPOLAB_CONFIG_H
 #define GRPOLAB_CONFIG_H
 
@@ -25,7 +27,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "settings.h"
+
 typedef enum { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STRING, CFG_ENUM } CfgType;
+// The C type of a key's field in Settings.
+typedef enum { CFG_C_INT, CFG_C_INT64, CFG_C_DOUBLE, CFG_C_BOOL, CFG_C_STR } CfgCType;
 
 typedef struct {
     const char *section, *key;
@@ -34,9 +40,12 @@ typedef struct {
     double min, max;      // inclusive range for INT and FLOAT (ignored otherwise)
     const char *choices;  // ENUM: "a|b|c" (NULL otherwise)
     const char *help;     // one line, shown by `grpolab config --keys`
+    size_t offset;        // of the key's field in Settings
+    size_t set_offset;    // of its flag in SettingsSet
+    CfgCType ctype;       // the field's type
 } CfgKey;
 
-// The global schema (config_schema.c).
+// The global schema (config_schema.c, made from the table of settings.h).
 extern const CfgKey CONFIG_SCHEMA[];
 extern const int CONFIG_SCHEMA_LEN;
 
@@ -66,6 +75,11 @@ Config *config_from_stored(const char *text, const char *path, char *err, size_t
 // after trimming (no comments); a value wholly in double quotes is unquoted.
 int config_set(Config *c, const char *assignment, char *err, size_t errlen);
 
+// The values as typed fields (settings.h), and which keys a file or --set gave. The pointers
+// live as long as c; the values they show follow every change of c.
+const Settings *config_settings(const Config *c);
+const SettingsSet *config_settings_set(const Config *c);
+
 // Typed getters by "section.key". An unknown name, or a getter of the wrong type, is a
 // programming error: die(). config_str serves STRING and ENUM keys; the pointer lives
 // until the key is next changed or the Config is freed.
@@ -73,6 +87,9 @@ int64_t config_int(const Config *c, const char *name);
 double config_float(const Config *c, const char *name);
 int config_bool(const Config *c, const char *name);
 const char *config_str(const Config *c, const char *name);
+// The value of an INT or FLOAT key named by data (a sweep's axis) as a double. An unknown name
+// or another type is a programming error: die().
+double config_number(const Config *c, const char *name);
 // 1 if the key was given by a file or --set (even if equal to its default), else 0.
 // Unknown name: die().
 int config_was_set(const Config *c, const char *name);

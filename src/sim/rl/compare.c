@@ -9,9 +9,9 @@
 
 int compare_from_config(const Config *c, int max_new, Compare *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    const char *list = config_str(c, "diagnostics.compare");
-    out->bins = (int)config_int(c, "diagnostics.length_bins");
-    out->extra_epochs = (int)config_int(c, "diagnostics.compare_extra_epochs");
+    const char *list = config_settings(c)->diagnostics.compare;
+    out->bins = config_settings(c)->diagnostics.length_bins;
+    out->extra_epochs = config_settings(c)->diagnostics.compare_extra_epochs;
     out->points = COMPARE_POINT_EXTRA + out->extra_epochs;
     out->max_new = max_new;
     snprintf(out->names, sizeof out->names, "%s", list);

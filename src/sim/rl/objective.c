@@ -2,6 +2,8 @@
 // frameworks) and the [objective] config section (objective.h).
 #include "objective.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -235,44 +237,120 @@ int objective_check(const ObjectiveConfig *o, char *err, size_t errlen) {
     return 0;
 }
 
-// An enum key: the config's name unless it is "preset" (the schema admits only known names).
-static void enum_knob(const Config *c, const char *key, const char *const *names, int n, int *v) {
-    const char *s = config_str(c, key);
-    if (strcmp(s, "preset") != 0) *v = find_name(names, n, s);
+// The knobs of the [objective] section, in the order a run log's root attributes list them
+// (after objective.preset): the key's field in Settings and its flag in SettingsSet, and the
+// knob's field in ObjectiveConfig. 'e' an enum (names in the enum's order; the key's value
+// "preset" keeps the preset's), 'i' an int, 'f' a float (the key's double rounded to it), 'b' a bool.
+typedef struct {
+    const char *key;
+    char kind;
+    size_t value, set, field;
+    const char *const *names;
+    int n_names;
+} Knob;
+#define KNOB(key, kind, field, names, n_names)                                                  \
+    {"objective." #key, kind, offsetof(Settings, objective.key), offsetof(SettingsSet, objective.key), \
+     offsetof(ObjectiveConfig, field), names, n_names}
+#define ENUM(key, field, names) KNOB(key, 'e', field, names, COUNT(names))
+static const Knob KNOBS[] = {
+    ENUM(baseline, baseline, BASELINE_NAMES),
+    ENUM(scale, scale, SCALE_NAMES),
+    KNOB(std_ddof, 'i', std_ddof, NULL, 0),
+    KNOB(std_eps, 'f', std_eps, NULL, 0),
+    ENUM(aggregation, aggregation, AGG_NAMES),
+    KNOB(l_max, 'i', l_max, NULL, 0),
+    KNOB(eps_low, 'f', eps_low, NULL, 0),
+    KNOB(eps_high, 'f', eps_high, NULL, 0),
+    KNOB(beta, 'f', beta, NULL, 0),
+    KNOB(dynamic_sampling, 'b', dynamic_sampling, NULL, 0),
+    ENUM(ratio, ratio, RATIO_NAMES),
+    ENUM(clip, clip, CLIP_NAMES),
+    KNOB(tau_pos, 'f', tau_pos, NULL, 0),
+    KNOB(tau_neg, 'f', tau_neg, NULL, 0),
+    KNOB(clip_ratio_c, 'f', clip_ratio_c, NULL, 0),
+    ENUM(token_mean_scope, scope, SCOPE_NAMES),
+};
+#undef ENUM
+#undef KNOB
+// The enum knobs are written through an int (every enum of kernels/objective.h is int-sized).
+_Static_assert(sizeof(Baseline) == sizeof(int) && sizeof(Scale) == sizeof(int) &&
+                   sizeof(Aggregation) == sizeof(int) && sizeof(RatioLevel) == sizeof(int) &&
+                   sizeof(ClipStyle) == sizeof(int) && sizeof(TokenMeanScope) == sizeof(int),
+               "enum knobs are stored as int");
+
+// Knob k's value in the config (0 for an enum; l_max 0 read as the sampler's budget), as the
+// knob's field would hold it.
+static double knob_config_value(const Knob *k, const Settings *S, int max_new_tokens) {
+    const char *v = (const char *)S + k->value;
+    switch (k->kind) {
+        case 'i': {
+            int x = *(const int *)v;
+            return k->field == offsetof(ObjectiveConfig, l_max) && x == 0 ? max_new_tokens : x;
+        }
+        case 'f': return (float)*(const double *)v;
+        case 'b': return *(const bool *)v;
+        default: return 0;
+    }
+}
+
+// Knob k's value in o (its enum's index for an enum).
+static double knob_value(const Knob *k, const ObjectiveConfig *o) {
+    const char *v = (const char *)o + k->field;
+    return k->kind == 'f' ? *(const float *)v : *(const int *)v;
+}
+
+static void knob_store(const Knob *k, ObjectiveConfig *o, double x) {
+    char *v = (char *)o + k->field;
+    if (k->kind == 'f') *(float *)v = (float)x;
+    else *(int *)v = (int)x;
+}
+
+int objective_knob_count(void) { return 1 + COUNT(KNOBS); }
+
+const char *objective_knob(int i, const ObjectiveConfig *o, char *kind, const char **text,
+                           double *num) {
+    *text = NULL;
+    *num = 0;
+    *kind = 's';
+    if (i == 0) {
+        *text = o->preset;
+        return "objective.preset";
+    }
+    const Knob *k = &KNOBS[i - 1];
+    if (k->kind == 'e') *text = k->names[(int)knob_value(k, o)];
+    else *kind = k->kind, *num = knob_value(k, o);
+    return k->key;
 }
 
 int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *o, char *err,
                           size_t errlen) {
-    const char *preset = config_str(c, "objective.preset");
-    if (objective_preset(preset, max_new_tokens, o) != 0)  // the schema admits only presets
-        return set_err(err, errlen, "objective.preset = '%s': no such preset", preset);
-    int v;
-#define ENUM_KNOB(key, names, field, type)               \
-    v = (int)o->field;                                    \
-    enum_knob(c, key, names, COUNT(names), &v);           \
-    o->field = (type)v;
-    ENUM_KNOB("objective.baseline", BASELINE_NAMES, baseline, Baseline)
-    ENUM_KNOB("objective.scale", SCALE_NAMES, scale, Scale)
-    ENUM_KNOB("objective.aggregation", AGG_NAMES, aggregation, Aggregation)
-    ENUM_KNOB("objective.ratio", RATIO_NAMES, ratio, RatioLevel)
-    ENUM_KNOB("objective.clip", CLIP_NAMES, clip, ClipStyle)
-    ENUM_KNOB("objective.token_mean_scope", SCOPE_NAMES, scope, TokenMeanScope)
-#undef ENUM_KNOB
-    // other knobs: the config's value only where the config sets one
-    if (config_was_set(c, "objective.std_ddof")) o->std_ddof = (int)config_int(c, "objective.std_ddof");
-    if (config_was_set(c, "objective.std_eps")) o->std_eps = (float)config_float(c, "objective.std_eps");
-    if (config_was_set(c, "objective.l_max")) {
-        int l_max = (int)config_int(c, "objective.l_max");
-        o->l_max = l_max > 0 ? l_max : max_new_tokens;
+    const Settings *S = config_settings(c);
+    const SettingsSet *set = config_settings_set(c);
+    if (objective_preset(S->objective.preset, max_new_tokens, o) != 0)  // the schema admits only presets
+        return set_err(err, errlen, "objective.preset = '%s': no such preset", S->objective.preset);
+    for (int i = 0; i < COUNT(KNOBS); i++) {
+        const Knob *k = &KNOBS[i];
+        if (k->kind == 'e') {  // the config's name unless it is "preset" (the schema admits only names)
+            const char *name = *(const char *const *)((const char *)S + k->value);
+            if (strcmp(name, "preset") != 0) knob_store(k, o, find_name(k->names, k->n_names, name));
+        } else if (*(const bool *)((const char *)set + k->set)) {  // only where the config sets it
+            knob_store(k, o, knob_config_value(k, S, max_new_tokens));
+        }
     }
-    if (config_was_set(c, "objective.eps_low")) o->eps_low = (float)config_float(c, "objective.eps_low");
-    if (config_was_set(c, "objective.eps_high")) o->eps_high = (float)config_float(c, "objective.eps_high");
-    if (config_was_set(c, "objective.beta")) o->beta = (float)config_float(c, "objective.beta");
-    if (config_was_set(c, "objective.dynamic_sampling"))
-        o->dynamic_sampling = config_bool(c, "objective.dynamic_sampling");
-    if (config_was_set(c, "objective.tau_pos")) o->tau_pos = (float)config_float(c, "objective.tau_pos");
-    if (config_was_set(c, "objective.tau_neg")) o->tau_neg = (float)config_float(c, "objective.tau_neg");
-    if (config_was_set(c, "objective.clip_ratio_c"))
-        o->clip_ratio_c = (float)config_float(c, "objective.clip_ratio_c");
     return objective_check(o, err, errlen);
+}
+
+int objective_unset_knobs(const Config *c, int max_new_tokens, const ObjectiveConfig *o,
+                                 int (*each)(void *ctx, const char *key, char kind, double used),
+                                 void *ctx) {
+    const Settings *S = config_settings(c);
+    const SettingsSet *set = config_settings_set(c);
+    for (int i = 0; i < COUNT(KNOBS); i++) {
+        const Knob *k = &KNOBS[i];
+        if (k->kind == 'e' || *(const bool *)((const char *)set + k->set)) continue;
+        double used = knob_value(k, o);
+        if (knob_config_value(k, S, max_new_tokens) != used && each(ctx, k->key, k->kind, used) != 0)
+            return -1;
+    }
+    return 0;
 }

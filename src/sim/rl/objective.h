@@ -19,6 +19,18 @@
 // naming the key on error.
 int objective_from_config(const Config *c, int max_new_tokens, ObjectiveConfig *out, char *err,
                           size_t errlen);
+// The knobs a run log's root attributes list: 0 .. count-1, objective.preset first. Knob i of o:
+// returns its key ("objective.std_eps") and sets *kind: 's' a name (the preset, an enum's value)
+// in *text, or 'i' an int, 'f' a float, 'b' a bool (0/1) in *num.
+int objective_knob_count(void);
+const char *objective_knob(int i, const ObjectiveConfig *o, char *kind, const char **text,
+                           double *num);
+// The config's knobs whose value differs from o's (the knobs objective_from_config resolved
+// from c) because the config does not set them: the preset's value is used, not the one the
+// config's text shows. Calls each with the key, the kind ('i' int, 'f' float, 'b' bool) and
+// the value used, in the order of the knobs; stops with -1 when each returns non-zero, else 0.
+int objective_unset_knobs(const Config *c, int max_new_tokens, const ObjectiveConfig *o,
+                          int (*each)(void *ctx, const char *key, char kind, double used), void *ctx);
 // The knobs of a preset with nothing overridden; -1 if the name is unknown.
 int objective_preset(const char *name, int max_new_tokens, ObjectiveConfig *out);
 // -1 with a message naming the keys if the knobs do not go together (ratio none needs clip

@@ -189,7 +189,7 @@ int objective_eval(const char *path) {
     ObjectiveConfig oc;
     int T = 0;
     for (int k = 0; k < b.n; k++) T = b.len[k] > T ? b.len[k] : T;
-    if (rc == 0 && objective_from_config(c, (int)config_int(c, "world.max_new_tokens"), &oc, err, sizeof err) != 0) {
+    if (rc == 0 && objective_from_config(c, config_settings(c)->world.max_new_tokens, &oc, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab objective: error: %s: %s\n", path, err);
         rc = 2;
     } else if (rc == 0 && oc.baseline == BASELINE_GREEDY && !b.have_greedy) {

@@ -58,7 +58,7 @@ int pretrain_compare_model_config(const char *model_path, const Config *now, cha
     char *then_fp = NULL, now_fp[17], err[512];
     if (checkpoint_read_str_attr(model_path, "init_fingerprint", &then_fp, msg, msglen) < 0) return -1;
     if (!then_fp) return 0;
-    const char *init = config_str(now, "pretrain.init");
+    const char *init = config_settings(now)->pretrain.init;
     int rc = 0;
     if (resume_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
         set_err(msg, msglen, "%s continued pretraining from pretrain.init '%s', which cannot be read "
@@ -117,7 +117,7 @@ static int pretrain_check_checkpoint(const char *ckpt_path, const Config *cfg, i
                        "another config (%d key%s differ%s, stored vs now): %s (resume with the "
                        "config it started with, or start again with --overwrite)", ckpt_path, n,
                        n == 1 ? "" : "s", n == 1 ? "s" : "", diff);
-    int64_t steps = config_int(cfg, "pretrain.steps");
+    int64_t steps = config_settings(cfg)->pretrain.steps;
     if (step < 0 || step > steps)
         return set_err(err, errlen, "--resume: the checkpoint %s is at step %lld, outside 0 .. %lld "
                        "(pretrain.steps; corrupt?)", ckpt_path, (long long)step, (long long)steps);
@@ -241,13 +241,13 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
         fprintf(stderr, "grpolab: error: %s\n", err);
         return 2;
     }
-    int steps = (int)config_int(cfg, "pretrain.steps");
-    int B = (int)config_int(cfg, "pretrain.batch_size");
-    int warmup = (int)config_int(cfg, "pretrain.warmup_steps");
-    float min_frac = (float)config_float(cfg, "pretrain.min_lr_frac");
-    int log_every = (int)config_int(cfg, "pretrain.log_every");
-    int ckpt_every = (int)config_int(cfg, "pretrain.checkpoint_every");
-    uint64_t seed = (uint64_t)config_int(cfg, "run.seed");
+    int steps = config_settings(cfg)->pretrain.steps;
+    int B = config_settings(cfg)->pretrain.batch_size;
+    int warmup = config_settings(cfg)->pretrain.warmup_steps;
+    float min_frac = (float)config_settings(cfg)->pretrain.min_lr_frac;
+    int log_every = config_settings(cfg)->pretrain.log_every;
+    int ckpt_every = config_settings(cfg)->pretrain.checkpoint_every;
+    uint64_t seed = (uint64_t)config_settings(cfg)->run.seed;
     AdamWConfig opt = setup_adamw(cfg);
     float lr = opt.lr;
     int T = mc.max_seq_len;
@@ -261,7 +261,7 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
         return 2;
     }
     char *init_config = NULL, init_fp[17] = "";
-    if (!init_path && *config_str(cfg, "pretrain.init")) init_path = config_str(cfg, "pretrain.init");
+    if (!init_path && *config_settings(cfg)->pretrain.init) init_path = config_settings(cfg)->pretrain.init;
     if (init_path) {
         if (load_init(init_path, m, &init_config, init_fp, err, sizeof err) != 0) {
             fprintf(stderr, "grpolab: error: %s\n", err);
@@ -283,7 +283,7 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
     }
     // Documents vary from ~20 to 256 tokens: a step's documents are sorted by length and run
     // as micro-batches of similar lengths (gradient accumulation), so little is spent on padding.
-    int mb = (int)config_int(cfg, "pretrain.micro_batch");
+    int mb = config_settings(cfg)->pretrain.micro_batch;
     if (mb > B) mb = B;
     size_t cap = 8192;  // bytes of a document, and so at most as many tokens
     int *doc_ids = xmalloc((size_t)B * (T + 1) * sizeof(int)), *doc_len = xmalloc((size_t)B * sizeof(int));

@@ -71,9 +71,9 @@ int resume_compare_run_config(const char *run_path, const Config *now, int allow
     }
     char diff[600];
     int n = config_diff(then, resolved, RESUME_FREE_KEYS, allow_more_steps ? 4 : 3, diff, sizeof diff);
-    if (n == 0 && allow_more_steps && config_int(now, "train.steps") < config_int(then, "train.steps"))
+    if (n == 0 && allow_more_steps && config_settings(now)->train.steps < config_settings(then)->train.steps)
         n = 1, snprintf(diff, sizeof diff, "train.steps = %lld vs %lld (fewer)",
-                        (long long)config_int(then, "train.steps"), (long long)config_int(now, "train.steps"));
+                        (long long)config_settings(then)->train.steps, (long long)config_settings(now)->train.steps);
     config_free(resolved);
     config_free(then);
     if (n > 0) {
@@ -84,7 +84,7 @@ int resume_compare_run_config(const char *run_path, const Config *now, int allow
     }
     // the same train.init path can hold other weights (a base model pretrained again)
     if (!then_fp) return 0;
-    const char *init = config_str(now, "train.init");
+    const char *init = config_settings(now)->train.init;
     char now_fp[17];
     int rc = 0;
     if (resume_init_fingerprint(init, now_fp, err, sizeof err) != 0) {
@@ -218,7 +218,7 @@ static int resume_check_log(const Config *cfg, const char *log_path, const char 
         // draw is keyed by the step, so the steps redone are the ones logged). The checkpoint
         // after step `first` is saved before step `first` + 1 starts, so a log with more steps
         // had one.
-        int64_t every = config_int(then, "train.checkpoint_every"), steps = config_int(then, "train.steps");
+        int64_t every = config_settings(then)->train.checkpoint_every, steps = config_settings(then)->train.steps;
         int64_t first = every > 0 && every < steps ? every : steps;
         if (logged > first) {
             set_err(err, errlen, "--resume: the checkpoint %s is missing, but the log %s holds %lld steps "
@@ -235,7 +235,7 @@ static int resume_check_log(const Config *cfg, const char *log_path, const char 
             goto done;
         }
         if (check_checkpoint_run(ckpt_path, out_path, log_id, then, ck_text, err, errlen) != 0) goto done;
-        int64_t steps = config_int(cfg, "train.steps");
+        int64_t steps = config_settings(cfg)->train.steps;
         if (ck_step < 0 || ck_step > steps || ck_step > logged) {
             set_err(err, errlen, "--resume: the checkpoint %s is at step %lld, outside 0 .. %lld (train.steps "
                     "%lld; the log %s holds steps 0 .. %lld in order)", ckpt_path, (long long)ck_step,
@@ -331,8 +331,25 @@ static void float_text(float v, char *buf, size_t len) {
     }
 }
 
+// Sets key to the value used in the Config ctx (objective_unset_knobs).
+typedef struct {
+    Config *c;
+    char *err;
+    size_t errlen;
+} SetUsed;
+
+static int set_used(void *ctx, const char *key, char kind, double used) {
+    SetUsed *u = ctx;
+    char value[64], set[160];
+    if (kind == 'f') float_text((float)used, value, sizeof value);
+    else if (kind == 'b') snprintf(value, sizeof value, "%s", used != 0 ? "true" : "false");
+    else snprintf(value, sizeof value, "%.0f", used);
+    snprintf(set, sizeof set, "%s=%s", key, value);
+    return config_set(u->c, set, u->err, u->errlen);
+}
+
 Config *resume_resolved_config(const Config *cfg, char *err, size_t errlen) {
-    const int max_new = (int)config_int(cfg, "world.max_new_tokens");
+    const int max_new = config_settings(cfg)->world.max_new_tokens;
     ObjectiveConfig oc;
     if (objective_from_config(cfg, max_new, &oc, err, errlen) != 0) return NULL;
     char *text = config_to_ini(cfg);
@@ -340,35 +357,10 @@ Config *resume_resolved_config(const Config *cfg, char *err, size_t errlen) {
     free(text);
     if (!c) return NULL;
     // each knob the preset gives a value: what the config's value means, and what is used
-    const int64_t l_max = config_int(cfg, "objective.l_max");
-    const struct {
-        const char *key;
-        char kind;  // 'i' integer, 'f' float32, 'b' bool
-        double means, used;
-    } knobs[] = {
-        {"objective.std_ddof", 'i', (double)config_int(cfg, "objective.std_ddof"), oc.std_ddof},
-        {"objective.std_eps", 'f', (float)config_float(cfg, "objective.std_eps"), oc.std_eps},
-        {"objective.l_max", 'i', (double)(l_max > 0 ? l_max : max_new), oc.l_max},
-        {"objective.eps_low", 'f', (float)config_float(cfg, "objective.eps_low"), oc.eps_low},
-        {"objective.eps_high", 'f', (float)config_float(cfg, "objective.eps_high"), oc.eps_high},
-        {"objective.beta", 'f', (float)config_float(cfg, "objective.beta"), oc.beta},
-        {"objective.tau_pos", 'f', (float)config_float(cfg, "objective.tau_pos"), oc.tau_pos},
-        {"objective.tau_neg", 'f', (float)config_float(cfg, "objective.tau_neg"), oc.tau_neg},
-        {"objective.clip_ratio_c", 'f', (float)config_float(cfg, "objective.clip_ratio_c"), oc.clip_ratio_c},
-        {"objective.dynamic_sampling", 'b', config_bool(cfg, "objective.dynamic_sampling"),
-         oc.dynamic_sampling},
-    };
-    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-        if (config_was_set(cfg, knobs[i].key) || knobs[i].means == knobs[i].used) continue;
-        char value[64], set[160];
-        if (knobs[i].kind == 'f') float_text((float)knobs[i].used, value, sizeof value);
-        else if (knobs[i].kind == 'b') snprintf(value, sizeof value, "%s", knobs[i].used != 0 ? "true" : "false");
-        else snprintf(value, sizeof value, "%.0f", knobs[i].used);
-        snprintf(set, sizeof set, "%s=%s", knobs[i].key, value);
-        if (config_set(c, set, err, errlen) != 0) {
-            config_free(c);
-            return NULL;
-        }
+    SetUsed u = {c, err, errlen};
+    if (objective_unset_knobs(cfg, max_new, &oc, set_used, &u) != 0) {
+        config_free(c);
+        return NULL;
     }
     return c;
 }

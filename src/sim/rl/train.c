@@ -29,25 +29,27 @@
 // ---------------------------------------------------------------- settings
 int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char *err,
                    size_t errlen) {
-    s->init = config_str(c, "train.init");
-    s->steps = (int)config_int(c, "train.steps");
-    s->P = (int)config_int(c, "train.prompts_per_step");
-    s->G = (int)config_int(c, "train.group_size");
-    s->M = (int)config_int(c, "train.minibatch_size");
-    s->micro = (int)config_int(c, "train.micro_batch");
-    s->epochs = (int)config_int(c, "train.ppo_epochs");
-    s->eval_every = (int)config_int(c, "train.eval_every");
-    s->checkpoint_every = (int)config_int(c, "train.checkpoint_every");
-    s->bias_diagnostic = config_bool(c, "train.bias_diagnostic");
-    s->temperature = (float)config_float(c, "train.temperature");
-    s->top_p = (float)config_float(c, "train.top_p");
-    s->max_new = (int)config_int(c, "world.max_new_tokens");
-    s->seed = (uint64_t)config_int(c, "run.seed");
+    const Settings *C = config_settings(c);
+    s->init = C->train.init;
+    s->steps = C->train.steps;
+    s->P = C->train.prompts_per_step;
+    s->G = C->train.group_size;
+    s->M = C->train.minibatch_size;
+    s->micro = C->train.micro_batch;
+    s->epochs = C->train.ppo_epochs;
+    s->eval_every = C->train.eval_every;
+    s->checkpoint_every = C->train.checkpoint_every;
+    s->bias_diagnostic = C->train.bias_diagnostic;
+    s->temperature = (float)C->train.temperature;
+    s->top_p = (float)C->train.top_p;
+    s->max_new = C->world.max_new_tokens;
+    s->seed = (uint64_t)C->run.seed;
+    const double weights[WORLD_NUM_LEVELS] = {C->train.weight_level1, C->train.weight_level2,
+                                              C->train.weight_level3, C->train.weight_level4,
+                                              C->train.weight_level5};
     double wsum = 0;
     for (int l = 0; l < WORLD_NUM_LEVELS; l++) {
-        char key[64];
-        snprintf(key, sizeof key, "train.weight_level%d", l + 1);
-        s->level_weights[l] = config_float(c, key);
+        s->level_weights[l] = weights[l];
         wsum += s->level_weights[l];
     }
     if (s->G < 2)
@@ -61,14 +63,14 @@ int train_settings(const Config *c, TrainSettings *s, ObjectiveConfig *oc, char 
                        s->temperature);
     if (!(s->top_p > 0 && s->top_p <= 1))
         return set_err(err, errlen, "train.top_p = %g: must be in (0, 1]", s->top_p);
-    const char *qs = config_str(c, "train.question_set");
+    const char *qs = C->train.question_set;
     s->question_set = world_question_set_find(qs);  // NULL for "weights"
     if (!s->question_set && strcmp(qs, "weights") != 0)
         return set_err(err, errlen, "train.question_set = '%s': not a question set of the world", qs);
     if (!s->question_set && !(wsum > 0))
         return set_err(err, errlen, "train.weight_level1..5 are all 0: at least one level needs "
                        "a positive weight");
-    const char *tn = config_str(c, "world.template");
+    const char *tn = C->world.template;
     if (template_parse(tn, &s->template_kind) != 0)
         return set_err(err, errlen, "world.template = '%s': not one of r1|boxed|none", tn);
     s->reward_rule = setup_reward_rule(c);
@@ -222,9 +224,9 @@ static int trainer_models(Trainer *t, const Config *cfg, const char *backend_ove
                             .seed = S->seed, .env = setup_sampler_env(cfg),
                             .split_bytes = setup_split_bytes(cfg)};
     t->ec = (EvalConfig){.template_kind = S->template_kind, .reward_rule = S->reward_rule,
-                         .world_seed = (uint64_t)config_int(cfg, "world.seed"),
-                         .batch = (int)config_int(cfg, "eval.batch"),
-                         .limit = (int)config_int(cfg, "eval.limit"), .pool_seed = S->seed,
+                         .world_seed = (uint64_t)config_settings(cfg)->world.seed,
+                         .batch = config_settings(cfg)->eval.batch,
+                         .limit = config_settings(cfg)->eval.limit, .pool_seed = S->seed,
                          .sampler = t->sc};
     t->ec.sampler.temperature = 0.0f;  // greedy
     t->ec.sampler.top_p = 1.0f;

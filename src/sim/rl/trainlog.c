@@ -48,27 +48,20 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "run_id", run_id, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "model.num_layers", mc->n_layers, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.preset", oc->preset, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.baseline", baseline_name(oc->baseline), err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.scale", scale_name(oc->scale), err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.std_ddof", oc->std_ddof, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.std_eps", oc->std_eps, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.aggregation", aggregation_name(oc->aggregation), err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.l_max", oc->l_max, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.eps_low", oc->eps_low, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.eps_high", oc->eps_high, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.beta", oc->beta, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "objective.dynamic_sampling", oc->dynamic_sampling, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.ratio", ratio_name(oc->ratio), err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.clip", clip_name(oc->clip), err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.tau_pos", oc->tau_pos, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.tau_neg", oc->tau_neg, err, errlen) == 0 &&
-             runlog_set_attr_f64(rl, "objective.clip_ratio_c", oc->clip_ratio_c, err, errlen) == 0 &&
-             runlog_set_attr_str(rl, "objective.token_mean_scope", scope_name(oc->scope), err, errlen) == 0 &&
-             (s->compare.n == 0 ||
-              runlog_set_attr_str(rl, "diagnostics.compare", s->compare.names, err, errlen) == 0);
+             runlog_set_attr_i64(rl, "model.n_layers", mc->n_layers, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0;
+    // the objective's knobs as the run uses them (the preset's where the config sets none)
+    for (int i = 0; ok && i < objective_knob_count(); i++) {
+        const char *text_value;
+        double num;
+        char kind;
+        const char *key = objective_knob(i, oc, &kind, &text_value, &num);
+        ok = (kind == 's'   ? runlog_set_attr_str(rl, key, text_value, err, errlen)
+              : kind == 'f' ? runlog_set_attr_f64(rl, key, num, err, errlen)
+                            : runlog_set_attr_i64(rl, key, (int64_t)num, err, errlen)) == 0;
+    }
+    ok = ok && (s->compare.n == 0 ||
+                runlog_set_attr_str(rl, "diagnostics.compare", s->compare.names, err, errlen) == 0);
     free(text);
     return ok ? 0 : -1;
 }
