@@ -44,10 +44,7 @@ static void tally(DrawTally *t, const FindingVerdict *v) {
 static int group_named(Run *const *runs, int n, int *group, const char *name) {
     const char *names[MAX_OBJECTIVES];
     int ng = group_by_objective(runs, n, group, names, MAX_OBJECTIVES);
-    for (int g = 0; g < ng; g++)
-        for (int i = 0; i < n; i++)
-            if (group[i] == g && (strcmp(names[g], name) == 0 || strcmp(group_title(runs[i]), name) == 0)) return g;
-    return -1;
+    return verdict_find_group(runs, n, group, names, ng, name, strlen(name));
 }
 
 long draws_subsets(Run *const *runs, int n, const char *test, const char *ref, int k, DrawTally *t, char *err,

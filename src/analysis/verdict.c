@@ -376,8 +376,7 @@ int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, 
 
 int finding_verdict(Run *const *runs, int n, FindingVerdict *v) { return verdict_compare(runs, n, "grpo", "dr_grpo", v); }
 
-// The group (index into names) whose label or title is name, or -1.
-static int find_group(Run *const *runs, int n, const int *group, const char *const *names, int ng, const char *name,
+int verdict_find_group(Run *const *runs, int n, const int *group, const char *const *names, int ng, const char *name,
                       size_t len) {
     for (int g = 0; g < ng; g++) {
         if (strlen(names[g]) == len && strncmp(names[g], name, len) == 0) return g;
@@ -396,10 +395,10 @@ int verdict_plan(Run *const *runs, int n, const char *against, const char *only,
     const char *names[MAX_OBJECTIVES];
     int ng = group_by_objective(runs, n, group, names, MAX_OBJECTIVES), r = -1, k = 0;
     if (against) {
-        r = find_group(runs, n, group, names, ng, against, strlen(against));
+        r = verdict_find_group(runs, n, group, names, ng, against, strlen(against));
         if (r < 0) return set_err(err, errlen, "--against '%s': no group of that label or name among the runs", against);
     } else {
-        int gg = find_group(runs, n, group, names, ng, "grpo", 4), gd = find_group(runs, n, group, names, ng, "dr_grpo", 7);
+        int gg = verdict_find_group(runs, n, group, names, ng, "grpo", 4), gd = verdict_find_group(runs, n, group, names, ng, "dr_grpo", 7);
         if (gg >= 0 && gd >= 0 && strcmp(names[gg], "grpo") == 0 && strcmp(names[gd], "dr_grpo") == 0) {
             if (max < 1) return 0;
             test[0] = names[gg], ref[0] = names[gd];
@@ -413,7 +412,7 @@ int verdict_plan(Run *const *runs, int n, const char *against, const char *only,
     for (int g = 0; g < ng; g++) want[g] = !only && g != r;
     for (const char *p = only; p && *p;) {
         size_t len = strcspn(p, ",");
-        int g = find_group(runs, n, group, names, ng, p, len);
+        int g = verdict_find_group(runs, n, group, names, ng, p, len);
         if (g < 0) return set_err(err, errlen, "--groups '%s': no group '%.*s' among the runs", only, (int)len, p);
         if (g == r) return set_err(err, errlen, "--groups '%s': '%.*s' is the group compared against", only, (int)len, p);
         want[g] = 1;

@@ -148,6 +148,11 @@ int verdict_compare(Run *const *runs, int n, const char *test, const char *ref, 
 int verdict_plan(Run *const *runs, int n, const char *against, const char *only, const char **test,
                  const char **ref, int max, char *err, size_t errlen);
 
+// The group (index into names[0..ng), as group_by_objective gives them) whose label or
+// display name (group_title) is name[0..len), or -1.
+int verdict_find_group(Run *const *runs, int n, const int *group, const char *const *names, int ng,
+                       const char *name, size_t len);
+
 // Two one-sided tests of equivalence, as check 5 makes them: the mean of the finite x[0..n),
 // its CI at `level` (t with k - 1 df over the k finite values), and whether the CI lies within
 // (-margin, margin). *lo = *hi = NaN (and 0 returned) where k < 2.
