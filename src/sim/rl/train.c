@@ -345,27 +345,35 @@ static int eval_interrupted(void *ctx, const EvalRecord *records, int n_records)
     return interrupt_pending() != 0;
 }
 
-// The responses of the evaluation at step that a stopped run kept (t->eval_path) into recs
-// (cap rows): their count, or 0 where there is none, or it is of another step or run, or it
+// The responses of the evaluation at step that a stopped run kept (t->eval_path, which
+// exists) into recs (cap rows): their count, or 0 where it is of another step or run, or it
 // does not fit ec (said on stderr; the evaluation then runs from its start).
 static int eval_kept(const Trainer *t, const EvalConfig *ec, int step, EvalRecord *recs, int cap) {
-    if (access(t->eval_path, F_OK) != 0) return 0;
     char msg[1024];
     RunLogReader *rd = runlog_reader_open(t->eval_path, msg, sizeof msg);
     char *at = rd ? runlog_read_attr_str(rd, "step", msg, sizeof msg) : NULL;
     char *id = at ? runlog_read_attr_str(rd, "run_id", msg, sizeof msg) : NULL;
-    int ours = id && strtoll(at, NULL, 10) == step && strcmp(id, t->run_id) == 0, n = 0;
     if (rd) runlog_reader_close(rd);
-    if (ours && eval_read_partial(t->eval_path, ec, recs, cap, &n, msg, sizeof msg) != 0) ours = 0;
+    int same_run = id && strcmp(id, t->run_id) == 0, same_step = at && strtoll(at, NULL, 10) == step, n = 0;
+    int ours = same_run && same_step && eval_read_partial(t->eval_path, ec, recs, cap, &n, msg, sizeof msg) == 0;
     if (!ours)
         fprintf(stderr, "train: %s not used (%s): the evaluation at step %d runs from its start\n", t->eval_path,
-                id ? (strcmp(id, t->run_id) != 0 ? "of another run" : at && strtoll(at, NULL, 10) != step ?
-                      "of another step" : msg) : msg, step);
+                !id ? msg : !same_run ? "of another run" : !same_step ? "of another step" : msg, step);
     else fprintf(stderr, "train: the evaluation at step %d goes on after its %d responses kept in %s\n", step, n,
                  t->eval_path);
     free(at);
     free(id);
     return ours ? n : 0;
+}
+
+// What a kept evaluation file stores and is checked against (eval_write_partial,
+// eval_read_partial): the weights' fingerprint into fp and the config as text into *text
+// (the caller frees it), set in ec. Computed only where such a file is read or written.
+static void eval_identity(const Trainer *t, const Config *cfg, EvalConfig *ec, char fp[17], char **text) {
+    if (*text) return;
+    resume_fingerprint(t->m, fp);
+    *text = config_to_ini(cfg);
+    ec->config_text = *text, ec->model_fingerprint = fp;
 }
 
 // The greedy evaluation at step, logged. One stopped by a signal keeps its responses in
@@ -374,18 +382,19 @@ static int eval_kept(const Trainer *t, const EvalConfig *ec, int step, EvalRecor
 static int train_eval(Trainer *t, const Config *cfg, int step, char *err, size_t errlen) {
     EvalResult res;
     EvalConfig ec = t->ec;
-    char fp[17];
-    resume_fingerprint(t->m, fp);
-    char *config_text = config_to_ini(cfg);
+    char fp[17], *config_text = NULL;
     ec.after_batch = eval_interrupted;
     ec.source_run = t->out_path, ec.source_step = step, ec.source_run_id = t->run_id;
-    ec.config_text = config_text, ec.model_fingerprint = fp;
     int cap = eval_num_responses(&ec), n = 0, rc = 0;
     EvalRecord *recs = xcalloc((size_t)cap + 1, sizeof *recs);
-    ec.resume_from = eval_kept(t, &ec, step, recs, cap);
+    if (access(t->eval_path, F_OK) == 0) {
+        eval_identity(t, cfg, &ec, fp, &config_text);
+        ec.resume_from = eval_kept(t, &ec, step, recs, cap);
+    }
     evaluate_benchmarks(t->m, t->tk, &ec, &res, recs, &n);
     if (res.stopped) {
         char msg[1024];
+        eval_identity(t, cfg, &ec, fp, &config_text);
         if (eval_write_partial(t->eval_path, t->out_path, &ec, recs, n, msg, sizeof msg) == 0)
             fprintf(stderr, "train: the evaluation at step %d was stopped by the signal after %d of %d responses, "
                     "kept in %s; --resume goes on with it\n", step, n, cap, t->eval_path);
