@@ -63,13 +63,18 @@ if ! loops=$(sort -u "$edges" | tsort 2>&1 >/dev/null); then
   bad=1
 fi
 if [ -n "$obj" ]; then
+  # the objects of this tree's sources: one left in $obj by a source since moved or deleted
+  # would bring back the calls of code that is gone
+  objects=$(find "$obj" -name '*.o' | sed "s|^$obj/||" | sort | while IFS= read -r o; do
+              if [ -f "${o%.o}.c" ] || [ -f "${o%.o}.cu" ]; then echo "$o"; fi
+            done)
   # "symbol unit" of every function an object defines, and of every one it uses
-  (cd "$obj" && find . -name '*.o' | sed 's|^\./||' | sort | while IFS= read -r o; do
-     nm -g --defined-only "$o" | awk -v u="${o%.o}" '$2 ~ /^[TDBR]$/ {print $3, u}'
-   done) | sort > "$calls.def"
-  (cd "$obj" && find . -name '*.o' | sed 's|^\./||' | sort | while IFS= read -r o; do
-     nm -u "$o" | awk -v u="${o%.o}" '{print $2, u}'
-   done) | sort > "$calls.use"
+  for o in $objects; do
+    nm -g --defined-only "$obj/$o" | awk -v u="${o%.o}" '$2 ~ /^[TDBR]$/ {print $3, u}'
+  done | sort > "$calls.def"
+  for o in $objects; do
+    nm -u "$obj/$o" | awk -v u="${o%.o}" '{print $2, u}'
+  done | sort > "$calls.use"
   join "$calls.use" "$calls.def" | awk '$2 != $3 {print $2, $3}' | sort -u > "$calls"
   if ! loops=$(tsort "$calls" 2>&1 >/dev/null); then
     echo "check-includes: units that call each other (objects of $obj; each circle as tsort lists it):"
