@@ -1,4 +1,4 @@
-// test_bench_rl.c: `grpolab bench-rl` (src/sim/cli/bench_rl.c) on a tiny model: the step's
+// test_bench_rl.c: `grpolab bench-rl` (src/sim/cli/cmd_bench_rl.c) on a tiny model: the step's
 // token counts against the lengths it writes, its FLOP count against the closed form of
 // docs/benchmarks.md computed here from the model's dimensions, and its bad-input errors.
 #include "test_util.h"

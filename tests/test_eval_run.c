@@ -1,4 +1,4 @@
-// test_eval_run.c: `grpolab eval-run` of a finished run (src/sim/cli/eval_run.h): its greedy
+// test_eval_run.c: `grpolab eval-run` of a finished run (src/sim/cli/commands.h): its greedy
 // file repeats the trainer's last evaluation, its sampled file holds K responses per
 // question, both read back by the analysis; a file of the run is kept, and a checkpoint of
 // another run, a missing one or a log of another kind are refused. (Several samples per

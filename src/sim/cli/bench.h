@@ -29,7 +29,5 @@ double bench_decode(Backend *bk, const ModelConfig *cfg, int B, int prompt, int 
 // apart > 1 (CPU): that many threads each run such a product of their own at once, on one
 // thread each, and the rate is all of theirs.
 double bench_sgemm_model_shapes(Backend *bk, const ModelConfig *c, int rows, int reps, int apart);
-// `grpolab bench-rl` (bench_rl.c): the RL step of a train config, phase by phase.
-int cmd_bench_rl(int argc, char **argv);
 
 #endif

@@ -199,21 +199,23 @@ static void report_kept_checkpoint(const char *ckpt_path, const char *err) {
         fprintf(stderr, "pretrain: no checkpoint was saved: the pretraining starts again from step 0\n");
 }
 
-// Continued pretraining: loads the weights of init_path into m (its architecture must be m's;
-// checkpoint_load names a field that differs) and returns what the output records of it, its
-// stored config (*init_config, malloc'd; NULL if it has none) and the fingerprint of its
-// weights (resume_init_fingerprint). -1 with a message naming the file on error.
-static int load_init(const char *init_path, Model *m, char **init_config, char fp[17], char *err,
-                     size_t errlen) {
+// Continued pretraining: the model of init_path (policy_open; its architecture must be mc's,
+// the config's) and what the output records of it, its stored config (*init_config, malloc'd;
+// NULL if it has none) and the fingerprint of its weights (resume_init_fingerprint). NULL with
+// a message naming the file on error.
+static Model *open_init(Backend *bk, const char *init_path, const ModelConfig *mc, char **init_config,
+                        char fp[17], char *err, size_t errlen) {
     *init_config = NULL;
-    if (checkpoint_load(init_path, m, 0, err, errlen) != 0) return -1;
+    Model *m = policy_open(bk, init_path, mc, 0, NULL, err, errlen);
+    if (!m) return NULL;
     if (checkpoint_read_meta(init_path, NULL, NULL, NULL, init_config, NULL, NULL, err, errlen) != 0 ||
         resume_init_fingerprint(init_path, fp, err, errlen) != 0) {
         free(*init_config);
         *init_config = NULL;
-        return -1;
+        model_free(m);
+        return NULL;
     }
-    return 0;
+    return m;
 }
 
 int pretrain_run(const Config *cfg, const char *backend_override, const char *out_path,
@@ -252,26 +254,19 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
     float lr = opt.lr;
     int T = mc.max_seq_len;
 
-    Model *m = model_create(bk, &mc);
+    char *init_config = NULL, init_fp[17] = "";
+    if (!init_path && *config_settings(cfg)->pretrain.init) init_path = config_settings(cfg)->pretrain.init;
+    Model *m = init_path ? open_init(bk, init_path, &mc, &init_config, init_fp, err, sizeof err)
+                         : model_create(bk, &mc);
     // the output is checked before any training: its directory, and room for the checkpoint
-    if (check_out_free(out_path, model_num_params(m), err, sizeof err) != 0) {
+    if (!m || check_out_free(out_path, model_num_params(m), err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         model_free(m);
+        free(init_config);
         backend_destroy(bk);
         return 2;
     }
-    char *init_config = NULL, init_fp[17] = "";
-    if (!init_path && *config_settings(cfg)->pretrain.init) init_path = config_settings(cfg)->pretrain.init;
-    if (init_path) {
-        if (load_init(init_path, m, &init_config, init_fp, err, sizeof err) != 0) {
-            fprintf(stderr, "grpolab: error: %s\n", err);
-            model_free(m);
-            backend_destroy(bk);
-            return 2;
-        }
-    } else {
-        model_init_params(m, seed);
-    }
+    if (!init_path) model_init_params(m, seed);
     char *ckpt_path = pretrain_ckpt_path(out_path);
     int start = 0, prc = pretrain_prepare_checkpoint(ckpt_path, cfg, mode, m, &start, err, sizeof err);
     if (prc != 0) {
@@ -385,8 +380,7 @@ int pretrain_run(const Config *cfg, const char *backend_override, const char *ou
     interrupt_restore(&handlers);
     if (rc == 0) {
         const char *vocab[256];
-        int nv = tok_vocab_size(tk);
-        for (int i = 0; i < nv; i++) vocab[i] = tok_str(tk, i);
+        int nv = tok_strings(tk, vocab, 256);
         char *text = config_to_ini(cfg);
         CkptInfo info = {.vocab = vocab, .n_vocab = nv, .config_text = text, .step = steps, .with_optimizer = 0,
                          .init_config = init_path ? (init_config ? init_config : "") : NULL,

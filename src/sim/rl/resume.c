@@ -11,6 +11,7 @@
 
 #include "../../common.h"
 #include "../model/checkpoint.h"
+#include "setup.h"
 #include "../io/logschema.h"
 #include "objective.h"
 
@@ -31,16 +32,13 @@ void resume_fingerprint(Model *m, char hex[17]) {
 }
 
 int resume_init_fingerprint(const char *path, char hex[17], char *err, size_t errlen) {
-    ModelConfig mc;
-    if (checkpoint_read_meta(path, &mc, NULL, NULL, NULL, NULL, NULL, err, errlen) != 0) return -1;
     Backend *bk = backend_create(BACKEND_CPU, err, errlen);
     if (!bk) return -1;
-    Model *m = model_create(bk, &mc);
-    int rc = checkpoint_load(path, m, 0, err, errlen);
-    if (rc == 0) resume_fingerprint(m, hex);
+    Model *m = policy_open(bk, path, NULL, 0, NULL, err, errlen);
+    if (m) resume_fingerprint(m, hex);
     model_free(m);
     backend_destroy(bk);
-    return rc;
+    return m ? 0 : -1;
 }
 
 int resume_compare_run_config(const char *run_path, const Config *now, int allow_more_steps,

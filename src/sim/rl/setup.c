@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "../../common.h"
+#include "../model/checkpoint.h"
 #include "../world/template.h"
+#include "../world/tokenizer.h"
 
 // OpenBLAS's thread control (declared in its cblas.h; repeated here to keep cblas.h out).
 void openblas_set_num_threads(int num_threads);
@@ -121,4 +123,27 @@ size_t setup_split_bytes(const Config *c) { return (size_t)config_settings(c)->r
 SamplerEnvFn setup_sampler_env(const Config *c) {
     return strcmp(config_settings(c)->world.check_verdict, "environment") == 0 ? template_env_verdict
                                                                            : NULL;
+}
+
+Model *policy_open(Backend *bk, const char *path, const ModelConfig *want, int vocab_required,
+                   ModelConfig *mc, char *err, size_t errlen) {
+    ModelConfig file;
+    if (checkpoint_read_meta(path, &file, NULL, NULL, NULL, NULL, NULL, err, errlen) != 0) return NULL;
+    const Tokenizer *tk = tokenizer_default();
+    if (file.vocab_size != tok_vocab_size(tk)) {
+        set_err(err, errlen, "%s has model.vocab_size = %d, not the tokenizer's %d tokens: not a "
+                "model of this world", path, file.vocab_size, tok_vocab_size(tk));
+        return NULL;
+    }
+    const char *vocab[256];
+    int nv = tok_strings(tk, vocab, 256);
+    if (checkpoint_check_vocab(path, vocab, nv, !vocab_required, err, errlen) != 0) return NULL;
+    if (want) file = *want;
+    Model *m = model_create(bk, &file);
+    if (checkpoint_load(path, m, 0, err, errlen) != 0) {
+        model_free(m);
+        return NULL;
+    }
+    if (mc) *mc = file;
+    return m;
 }

@@ -27,5 +27,14 @@ RewardRule setup_reward_rule(const Config *c);
 // Applies run.threads to OpenMP and OpenBLAS. NULL with a message on failure.
 Backend *setup_backend(const Config *c, const char *override, int verbose, char *err,
                        size_t errlen);
+// The policy stored at path (a model of `grpolab init` or `grpolab pretrain`, or a run's
+// checkpoint) as a Model on bk with its weights: the one way train, eval, bench-rl and
+// pretrain (pretrain.init) open a model. Its shape is the file's, or, when want is not NULL,
+// want (the caller's [model]), which the file must have (checkpoint_load names a field that
+// differs). It must be a model of this world: the tokenizer's vocabulary size, and its tokens
+// where the file stores them (a file without them is refused when vocab_required: eval decodes
+// text with them). *mc (may be NULL) gets the shape. NULL with a message naming the file.
+Model *policy_open(Backend *bk, const char *path, const ModelConfig *want, int vocab_required,
+                   ModelConfig *mc, char *err, size_t errlen);
 
 #endif

@@ -165,11 +165,10 @@ typedef struct {
     int diverged;       // stopped by check_finite
 } Trainer;
 
-// The settings, the base model's shape and, with resume, the checks of the run to go on
+// The settings, the companions' paths and, with resume, the checks of the run to go on
 // with. 0, or 2 with a message.
 static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path, int resume,
                             char *err, size_t errlen) {
-    char msg[1024];
     if (train_settings(cfg, &t->S, &t->oc, err, errlen) != 0) return 2;
     if (dp_check(t->S.P, err, errlen) != 0) return 2;
     t->opt = setup_adamw(cfg);
@@ -182,17 +181,7 @@ static int trainer_settings(Trainer *t, const Config *cfg, const char *out_path,
                 sizeof t->eval_path - sizeof RESUME_EVAL_SUFFIX);
         return 2;
     }
-    if (checkpoint_read_meta(t->S.init, &t->mc, NULL, NULL, NULL, NULL, NULL, msg, sizeof msg) != 0) {
-        set_err(err, errlen, "train.init: %s", msg);
-        return 2;
-    }
     t->tk = tokenizer_default();
-    if (t->mc.vocab_size != tok_vocab_size(t->tk)) {
-        set_err(err, errlen, "train.init = '%s' has model.vocab_size = %d, not the tokenizer's "
-                "%d tokens: not a model of this world", t->S.init, t->mc.vocab_size,
-                tok_vocab_size(t->tk));
-        return 2;
-    }
     if (resume) {
         if (resume_check(cfg, out_path, t->ckpt_path, &t->rp, err, errlen) != 0) return 2;
         t->start_step = t->rp.start_step;
@@ -213,8 +202,7 @@ static int trainer_models(Trainer *t, const Config *cfg, const char *backend_ove
     // train.micro_batch resolved once: 0 by backend, then at most M (M: one pass)
     if (S->micro == 0 && t->bk->kind == BACKEND_CPU) S->micro = UPDATE_CPU_MICRO_BATCH;
     if (S->micro == 0 || S->micro > S->M) S->micro = S->M;
-    t->m = model_create(t->bk, &t->mc);
-    if (checkpoint_load(S->init, t->m, 0, msg, sizeof msg) != 0) {
+    if (!(t->m = policy_open(t->bk, S->init, NULL, 0, &t->mc, msg, sizeof msg))) {
         set_err(err, errlen, "train.init: %s", msg);
         return 2;
     }

@@ -114,7 +114,4 @@ int sweep_make_out_dir(const Sweep *s, char *err, size_t errlen);
 int sweep_expand_dir(const char *path, char ***runs, char ***groups, char *note, size_t notelen,
                      char *err, size_t errlen);
 
-// `grpolab sweep plan|run|slurm|task|status FILE ...` (argv[0] is "sweep").
-int cmd_sweep(int argc, char **argv);
-
 #endif

@@ -37,6 +37,12 @@ const char *tok_str(const Tokenizer *t, int id) {
     return (id >= 0 && id < t->n) ? t->str[id] : NULL;
 }
 
+int tok_strings(const Tokenizer *t, const char **out, int cap) {
+    int n = t->n < cap ? t->n : cap;
+    for (int i = 0; i < n; i++) out[i] = t->str[i];
+    return n;
+}
+
 int tok_id(const Tokenizer *t, const char *s) {
     for (int i = 0; i < t->n; i++)
         if (strcmp(t->str[i], s) == 0) return i;

@@ -22,6 +22,9 @@ const Tokenizer *tokenizer_default(void);
 int tok_vocab_size(const Tokenizer *t);
 // The string of token id (e.g. "<eos>", "7", "\n"); NULL if id is out of range.
 const char *tok_str(const Tokenizer *t, int id);
+// The token strings in id order, as checkpoints store them: the first min(cap, vocabulary
+// size) into out; returns how many.
+int tok_strings(const Tokenizer *t, const char **out, int cap);
 // The id of a token string ("<think>", "+"), -1 if the vocabulary has none.
 int tok_id(const Tokenizer *t, const char *token_string);
 

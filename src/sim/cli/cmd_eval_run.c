@@ -1,5 +1,5 @@
-// eval_run.c: `grpolab eval-run` (contract in eval_run.h).
-#include "eval_run.h"
+// cmd_eval_run.c: `grpolab eval-run` (its contract in commands.h).
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,19 +192,11 @@ static int eval_one(const char *run, int samples, int greedy, const char *thread
     }
     int rc = 0;
     if (any) {
-        const Tokenizer *tk = tokenizer_default();
-        const char *vocab[256];  // the tokenizer's strings in id order, as checkpoints store them
-        int nv = tok_vocab_size(tk) < 256 ? tok_vocab_size(tk) : 256;
-        for (int i = 0; i < nv; i++) vocab[i] = tok_str(tk, i);
         Backend *bk = NULL;
         Model *m = NULL;
         char e[1024];
-        if (f.mc.vocab_size != tok_vocab_size(tk) || checkpoint_check_vocab(f.ckpt, vocab, nv, 0, e, sizeof e) != 0)
-            rc = set_err(err, errlen, "%s: not a model of this world%s%s", f.ckpt,
-                         f.mc.vocab_size != tok_vocab_size(tk) ? "" : ": ", f.mc.vocab_size != tok_vocab_size(tk) ? "" : e);
-        else if (!(bk = setup_backend(f.cfg, backend, 1, e, sizeof e)))
-            rc = set_err(err, errlen, "%s", e);
-        else if (checkpoint_load(f.ckpt, m = model_create(bk, &f.mc), 0, e, sizeof e) != 0)
+        if (!(bk = setup_backend(f.cfg, backend, 1, e, sizeof e)) ||
+            !(m = policy_open(bk, f.ckpt, NULL, 1, NULL, e, sizeof e)))
             rc = set_err(err, errlen, "%s", e);
         for (int w = 0; w < 2 && rc == 0; w++)
             if (todo[w]) rc = evaluate_into(&f, m, w, samples, err, errlen);

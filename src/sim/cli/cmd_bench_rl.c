@@ -1,4 +1,4 @@
-// bench_rl.c: `grpolab bench-rl`, the RL step of a train config timed phase by phase
+// cmd_bench_rl.c: `grpolab bench-rl`, the RL step of a train config timed phase by phase
 // (docs/benchmarks.md "The RL step side by side"). A step is the trainer's: P tasks x G
 // responses sampled with the KV cache, verified and scored (rollout), then the old log-probs
 // and one AdamW step per minibatch of M responses in micro-batches (update), through the
@@ -8,6 +8,7 @@
 // FLOPs are counted per processed position and compared with cblas_sgemm measured in the same
 // run on the model's own matrix shapes (sgemm_rates, SgemmRef).
 #include "bench.h"
+#include "commands.h"
 
 #include <math.h>
 #include <omp.h>
@@ -262,22 +263,17 @@ int cmd_bench_rl(int argc, char **argv) {
     const char *init = cli_get(&bench_rl_spec, &a, "init");
     if (!init && access(config_settings(c)->train.init, R_OK) == 0) init = config_settings(c)->train.init;
     ModelConfig mc;
-    if (init ? checkpoint_read_meta(init, &mc, NULL, NULL, NULL, NULL, NULL, err, sizeof err)
-             : setup_model_config(c, &mc, err, sizeof err)) {
-        fprintf(stderr, "grpolab: error: %s: %s\n", init ? init : cfg_path, err);
+    if (init ? !(B.m = policy_open(bk, init, NULL, 0, &mc, err, sizeof err))
+             : setup_model_config(c, &mc, err, sizeof err) != 0) {
+        fprintf(stderr, "grpolab: error: %s%s%s\n", init ? "" : cfg_path, init ? "" : ": ", err);
         backend_destroy(bk);
         config_free(c);
         return 2;
     }
-    B.m = model_create(bk, &mc);
-    if (init && checkpoint_load(init, B.m, 0, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab: error: %s\n", err);
-        model_free(B.m);
-        backend_destroy(bk);
-        config_free(c);
-        return 2;
+    if (!init) {
+        B.m = model_create(bk, &mc);
+        model_init_params(B.m, (uint64_t)config_settings(c)->run.seed);
     }
-    if (!init) model_init_params(B.m, (uint64_t)config_settings(c)->run.seed);
     B.sc = (SamplerConfig){.temperature = (float)config_settings(c)->train.temperature,
                            .top_p = (float)config_settings(c)->train.top_p, .max_new_tokens = max_new,
                            .eos_token = B.forced ? -1 : TOK_EOS,

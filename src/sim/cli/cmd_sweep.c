@@ -1,4 +1,4 @@
-// sweep_cmd.c: `grpolab sweep plan|run|slurm|task|status FILE` (docs/cli.md, docs/scaling.md).
+// cmd_sweep.c: `grpolab sweep plan|run|slurm|task|status FILE` (docs/cli.md, docs/scaling.md).
 // Every run is a `grpolab train` of this same binary: `run` starts them here N at a time,
 // `slurm` writes (and submits) a job array whose task i runs `sweep task FILE i`. Before
 // anything is trained, every run's config is resolved and every run log that exists is
@@ -25,6 +25,7 @@
 #include "../rl/resume.h"
 #include "../sweep/sweep.h"
 #include "../rl/train.h"
+#include "commands.h"
 
 // What a run needs: train from scratch, nothing (complete), resume, go on past its end (a
 // complete run whose train.steps the sweep raises: train --resume from its last step), or it
