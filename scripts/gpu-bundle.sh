@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 B=build-gpu
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
   echo "gpu-bundle: no nvcc (on PATH or in /usr/local/cuda/bin): the bundle needs the CUDA backend" >&2; exit 1; }
-TESTS=$(basename -s .c tests/test_cuda_*.c)  # every CUDA test binary, as gpu-check builds them
+TESTS=$(basename -s .c tests/test_cuda_*.c tests/test_backend_ops.c)  # the test binaries gpu-check runs
 make --no-print-directory BUILD=$B OPT="-O3 -march=x86-64-v3" CUDA=1 $B/grpolab \
   $(for t in $TESTS; do echo $B/tests/$t; done)
 D=$B/bundle

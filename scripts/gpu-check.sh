@@ -46,7 +46,7 @@ if [ -n "$PRE" ]; then
   else row "build" "ok" "prebuilt by make gpu-bundle"; fi
 else
   echo "== build (CUDA)"
-  if make -j"$(nproc)" all && make -s $(basename -s .c tests/test_cuda_*.c | sed "s|^|$TESTS/|"); then
+  if make -j"$(nproc)" all && make -s $(basename -s .c tests/test_cuda_*.c tests/test_backend_ops.c | sed "s|^|$TESTS/|"); then
     row "build" "ok" "make all (nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
   else row "build" "FAIL" "make failed"; fi
 fi
@@ -75,6 +75,7 @@ run_test() {  # name, binary
     timeout 90 compute-sanitizer --tool memcheck --print-limit 20 "$2" 2>&1 | grep -v '^\[ \|^  ' | head -80
   fi
 }
+run_test "every op against the plain reference (test_backend_ops)" $TESTS/test_backend_ops
 run_test "op parity (test_cuda_parity)" $TESTS/test_cuda_parity
 run_test "model parity (test_cuda_model)" $TESTS/test_cuda_model
 run_test "RL step parity (test_cuda_train)" $TESTS/test_cuda_train
