@@ -36,7 +36,9 @@
 #     start_time                        when the run started (clock time)
 #     run_id                            a run's id is drawn from the clock, pid and host
 #     writer_host, writer_pid           the process writing a log (present while it writes)
-# An attribute of another name, or of another object than the root, is compared.
+# An attribute of another name, or of another object than the root, is compared, and one
+# that only one of the two files has is a difference ("attribute NAME of OBJECT only in the
+# first/second").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -136,6 +138,37 @@ diff_file() {
     /^[0-9]+ differences? found$/ { if (cur != "" && !ignore && $1 + 0 > 0) print cur " (" $1 " differences)"; cur = ""; next }'
 }
 
+# every attribute of a file as OBJECT@NAME, one per line, sorted (h5dump -H: the header of every
+# group and dataset, their attributes without values). h5diff compares only the attributes both
+# files have, so one that only one file has is found here.
+attr_names() {
+  h5dump -H "$1" 2>/dev/null | awk '
+    /\{ *$/ {
+      n++; kind[n] = ""
+      if (match($0, /^ *(GROUP|DATASET|ATTRIBUTE) "/)) {
+        k = $1; nm = $0; sub(/^ *[A-Z]+ "/, "", nm); sub(/" *\{ *$/, "", nm); kind[n] = k; name[n] = nm
+        if (k == "ATTRIBUTE") {
+          p = ""
+          for (i = 1; i < n; i++) if (kind[i] == "GROUP" || kind[i] == "DATASET") p = (name[i] == "/" ? "" : p "/" name[i])
+          print (p == "" ? "/" : p) "@" nm
+        }
+      }
+      next
+    }
+    /^ *\} *$/ { n-- }' | LC_ALL=C sort
+}
+
+# the attributes only one of two files has, less the root attributes not compared
+one_sided_attrs() {
+  local skip
+  skip=$(IFS='|'; echo "${SKIP_ROOT_ATTRS[*]}")
+  LC_ALL=C comm -3 <(attr_names "$1") <(attr_names "$2") | awk -F'\t' -v skip="^/@(${skip})$" '
+    { side = ($1 != "") ? "first" : "second"; a = ($1 != "") ? $1 : $2
+      if (a ~ skip) next
+      obj = a; sub(/@.*$/, "", obj); nm = a; sub(/^[^@]*@/, "", nm)
+      print "attribute " nm " of " obj " only in the " side }'
+}
+
 cmd_compare() {
   local a=$1 b=$2 f diffs bad=0 n=0
   [ -d "$a" ] || { echo "refset: $a: not a folder" >&2; exit 2; }
@@ -149,7 +182,7 @@ cmd_compare() {
     if [ ! -f "$a/$f" ] || [ ! -f "$b/$f" ]; then
       echo "$f: differs: only in $([ -f "$a/$f" ] && echo "$a" || echo "$b")"; bad=$((bad + 1)); continue
     fi
-    diffs=$(diff_file "$a/$f" "$b/$f")
+    diffs=$(diff_file "$a/$f" "$b/$f"; one_sided_attrs "$a/$f" "$b/$f")
     if [ -z "$diffs" ]; then
       echo "$f: identical"
     else
