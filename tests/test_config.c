@@ -511,25 +511,43 @@ static void test_short_error_buffer(void **state) {
     config_free(c);
 }
 
+// `grpolab config --keys` (plain text): a header, then a line per key in the schema's order,
+// its columns aligned (each starts where the header's does), an enum's every choice in full,
+// and the key's doc line at the end.
 static void test_print_keys(void **state) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
-    config_print_keys(f);
+    config_print_keys(f, false);
     fclose(f);
     printf("%s", text);
-    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
-        char name[128];
-        snprintf(name, sizeof name, "%s.%s ", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
-        assert_non_null(strstr(text, name));
-        assert_non_null(strstr(text, CONFIG_SCHEMA[i].help));
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    assert_non_null(line);
+    static const char *const head[] = {"key", "type", "default", "allowed", "meaning"};
+    int col[5];
+    for (int c = 0; c < 5; c++) {
+        const char *h = strstr(line, head[c]);
+        assert_non_null(h);
+        col[c] = (int)(h - line);
+        if (c) assert_true(col[c] > col[c - 1] && line[col[c] - 1] == ' ' && line[col[c] - 2] == ' ');
     }
-    assert_non_null(strstr(text, "auto|cpu|cuda"));
-    assert_non_null(strstr(text, "[1, 128]"));
+    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
+        const CfgKey *k = &CONFIG_SCHEMA[i];
+        line = strtok_r(NULL, "\n", &save);
+        assert_non_null(line);
+        char name[128];
+        int n = snprintf(name, sizeof name, "%s.%s", k->section, k->key);
+        if (strncmp(line, name, (size_t)n) != 0 || line[n] != ' ')
+            fail_msg("line %d of --keys is '%.40s...', not key %s", i + 2, line, name);
+        for (int c = 1; c < 5; c++)  // each column starts after two spaces, under its header
+            assert_true(line[col[c] - 1] == ' ' && line[col[c] - 2] == ' ' && line[col[c]] != ' ');
+        assert_int_equal(strncmp(line + col[3], k->type == CFG_ENUM ? k->choices : "", k->type == CFG_ENUM ? strlen(k->choices) : 0), 0);
+        assert_string_equal(line + col[4], k->help);
+    }
+    assert_null(strtok_r(NULL, "\n", &save));
     free(text);
 }
-
 
 // docs/config.md lists every key of the schema (keeps the documentation true).
 static void test_docs_list_every_key(void **state) {

@@ -14,6 +14,7 @@ static const CliOption config_opts[] = {
     {"print", "FILE", "print the resolved config of FILE (defaults + FILE + --set) as INI"},
     {"set", "SECTION.KEY=VALUE", "override one key (repeatable)"},
     {"keys", NULL, "list every config key: type, default, allowed values, meaning"},
+    {"markdown", NULL, "with --keys: as the Markdown table of docs/config.md"},
     {"against", "RUN.h5", "instead of printing, compare with the config stored in a train run log: "
                           "exit 0 if the same, 1 (listing the keys) if not; run.threads, "
                           "run.backend and run.out are not compared"},
@@ -26,16 +27,21 @@ static const CliOption config_opts[] = {
 static const CliSpec config_spec = {
     "config", "Print a resolved config, or the list of config keys.",
     "(--print FILE [--set SECTION.KEY=VALUE]... [--against RUN.h5 | --against-model MODEL.h5] | "
-    "--set ... | --keys)",
-    config_opts, 5, 0, NULL};
+    "--set ... | --keys [--markdown])",
+    config_opts, 6, 0, NULL};
 
 int cmd_config(int argc, char **argv) {
     CliArgs a;
     int rc = cli_parse(&config_spec, argc, argv, &a);
     if (rc) return rc == 1 ? 0 : 2;
+    int markdown = cli_flag(&config_spec, &a, "markdown");
     if (cli_flag(&config_spec, &a, "keys")) {
-        config_print_keys(stdout);
+        config_print_keys(stdout, markdown);
         return 0;
+    }
+    if (markdown) {
+        fprintf(stderr, "grpolab config: error: --markdown goes with --keys\n");
+        return 2;
     }
     const char *path = cli_get(&config_spec, &a, "print");
     if (!path && a.n_sets == 0) {

@@ -815,25 +815,57 @@ int config_diff(const Config *a, const Config *b, const char *const *ignore, int
     return n_diff;
 }
 
-void config_print_keys(FILE *f) {
-    int wname = 0, wdef = 0, wallowed = 0;
-    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
-        const CfgKey *k = &CONFIG_SCHEMA[i];
-        char allowed[96];
-        format_range(allowed, sizeof allowed, k);
-        int w = (int)(strlen(k->section) + strlen(k->key) + 1);
-        int d = (int)strlen(k->def) + (k->type == CFG_STRING ? 2 : 0);
-        if (w > wname) wname = w;
-        if (d > wdef) wdef = d;
-        if ((int)strlen(allowed) > wallowed) wallowed = (int)strlen(allowed);
+// The cells of key k's row of `grpolab config --keys`: name, type, default, allowed, meaning.
+enum { KEY_CELLS = 5 };
+typedef struct {
+    char name[128], def[128], allowed[512];
+    const char *cell[KEY_CELLS];
+} KeyRow;
+
+static void key_row(const CfgKey *k, KeyRow *r) {
+    snprintf(r->name, sizeof r->name, "%s.%s", k->section, k->key);
+    snprintf(r->def, sizeof r->def, k->type == CFG_STRING ? "\"%s\"" : "%s", k->def);
+    format_range(r->allowed, sizeof r->allowed, k);
+    const char *cell[KEY_CELLS] = {r->name, TYPE_NAME[k->type], r->def, r->allowed, k->help ? k->help : ""};
+    memcpy(r->cell, cell, sizeof cell);
+}
+
+// One row: Markdown ("| a | b |", '|' in a cell written "\|") or plain text (columns padded to
+// width, two spaces apart, the last one not padded).
+static void print_key_row(FILE *f, const char *const cell[KEY_CELLS], const int width[KEY_CELLS],
+                          bool markdown) {
+    for (int c = 0; c < KEY_CELLS; c++) {
+        if (markdown) {
+            fputs(c ? " | " : "| ", f);
+            for (const char *p = cell[c]; *p; p++) {
+                if (*p == '|') fputc('\\', f);
+                fputc(*p, f);
+            }
+        } else if (c < KEY_CELLS - 1) {
+            fprintf(f, "%-*s  ", width[c], cell[c]);
+        } else {
+            fputs(cell[c], f);
+        }
     }
+    fputs(markdown ? " |\n" : "\n", f);
+}
+
+void config_print_keys(FILE *f, bool markdown) {
+    static const char *const head[KEY_CELLS] = {"key", "type", "default", "allowed", "meaning"};
+    int width[KEY_CELLS] = {0};
+    for (int i = -1; i < CONFIG_SCHEMA_LEN; i++) {
+        KeyRow r;
+        if (i >= 0) key_row(&CONFIG_SCHEMA[i], &r);
+        for (int c = 0; c < KEY_CELLS; c++) {
+            int w = (int)strlen(i < 0 ? head[c] : r.cell[c]);
+            if (w > width[c]) width[c] = w;
+        }
+    }
+    print_key_row(f, head, width, markdown);
+    if (markdown) fputs("|---|---|---|---|---|\n", f);
     for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
-        const CfgKey *k = &CONFIG_SCHEMA[i];
-        char name[128], def[128], allowed[96];
-        snprintf(name, sizeof name, "%s.%s", k->section, k->key);
-        snprintf(def, sizeof def, k->type == CFG_STRING ? "\"%s\"" : "%s", k->def);
-        format_range(allowed, sizeof allowed, k);
-        fprintf(f, "%-*s  %-6s  %-*s  %-*s  %s\n", wname, name, TYPE_NAME[k->type], wdef, def,
-                wallowed, allowed, k->help ? k->help : "");
+        KeyRow r;
+        key_row(&CONFIG_SCHEMA[i], &r);
+        print_key_row(f, r.cell, width, markdown);
     }
 }

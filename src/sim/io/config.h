@@ -39,7 +39,7 @@ typedef struct {
     const char *def;      // default value as text, parsed like a file value
     double min, max;      // inclusive range for INT and FLOAT (ignored otherwise)
     const char *choices;  // ENUM: "a|b|c" (NULL otherwise)
-    const char *help;     // one line, shown by `grpolab config --keys`
+    const char *help;     // one line, shown by `grpolab config --keys` and docs/config.md
     size_t offset;        // of the key's field in Settings
     size_t set_offset;    // of its flag in SettingsSet
     CfgCType ctype;       // the field's type
@@ -107,7 +107,9 @@ char *config_to_ini(const Config *c);
 int config_diff(const Config *a, const Config *b, const char *const *ignore, int n_ignore,
                 char *out, size_t outlen);
 
-// One line per key: section.key, type, default, allowed values, help.
-void config_print_keys(FILE *f);
+// The table of every key, in the schema's order: a header, then per key section.key, type,
+// default, allowed values and help. markdown: the Markdown table of docs/config.md (`make
+// docs-config` writes it there); else plain text in padded columns.
+void config_print_keys(FILE *f, bool markdown);
 
 #endif
