@@ -1,8 +1,8 @@
 // settings.h: every setting grpolab knows, one row each, and the typed structs made from the
 // rows. The table generates the config schema (CONFIG_SCHEMA: defaults, range and enum checks,
-// the INI writer, --set, the config diff of --resume and sweeps, `grpolab config --keys`) and
-// the struct Settings that code reads (config_settings(c)->model.d_model), so that code never
-// names a setting by a string.
+// the INI writer, --set, the config diff of --resume and sweeps, `grpolab config --keys` and
+// the table of docs/config.md) and the struct Settings that code reads
+// (config_settings(c)->model.d_model), so that code never names a setting by a string.
 //
 // Row: X(section, key, TYPE, C type, default as text, min, max, enum choices, doc line)
 //   TYPE     INT, FLOAT, BOOL, STRING or ENUM (config.h: how the value is parsed and checked)
@@ -10,7 +10,10 @@
 //            const char * (STRING and ENUM: ENUM values in the table's spelling)
 //   min, max the inclusive range of INT and FLOAT (0, 0 otherwise)
 //   choices  ENUM: "a|b|c" (NULL otherwise)
-// Adding a setting: one row here (its section's list), then read config_settings(c)->section.key.
+//   doc line the key's meaning, as docs/config.md shows it (`make docs-config` writes it there;
+//            a test fails while they differ); only --keys and the docs show it, no run stores it
+// Adding a setting: one row here (its section's list), then read config_settings(c)->section.key
+// and run `make docs-config`.
 // The order of the rows is the order of the INI text a run stores (config_to_ini): a new row
 // goes at the end of its section, or stored configs change text. Defaults are checked by
 // tests/test_config.c and again by config_new.
@@ -28,7 +31,10 @@
     X(run, backend, ENUM, const char *, "auto", 0, 0, "auto|cpu|cuda", \
       "kernel backend; auto = cuda when a GPU is usable, else cpu") \
     X(run, threads, INT, int, "0", 0, 1024, NULL, \
-      "CPU threads; 0 = all cores (a CPU run's rounding depends on the count: docs/kernels.md)") \
+      "CPU threads; 0 = all cores (a CPU run's rounding depends on the count: docs/kernels.md). " \
+      "Idle threads wait passively unless the environment sets OMP_WAIT_POLICY or GOMP_SPINCOUNT, " \
+      "and where OpenBLAS does not know the CPU grpolab names the kernels the CPU allows " \
+      "(src/sim/io/libenv.h)") \
     X(run, decode_cache_mib, INT, int, "16", 0, 1048576, NULL, \
       "CPU sampler: KV cache (MiB) a decode batch may read per step before it decodes as two halves, " \
       "one after the other, so that the CPU's caches hold it; 0 = never. Responses do not depend on it " \
@@ -70,14 +76,14 @@
     X(optim, eps, FLOAT, double, "1e-8", 1e-12, 1, NULL, \
       "AdamW epsilon") \
     X(optim, weight_decay, FLOAT, double, "0", 0, 10, NULL, \
-      "AdamW decoupled weight decay") \
+      "AdamW decoupled weight decay (applied to every tensor)") \
     X(optim, grad_clip, FLOAT, double, "1.0", 0, 1e6, NULL, \
       "max global gradient L2 norm; 0 = no clipping") \
 
 #define SETTINGS_WORLD(X) \
     /* [world]: the embedded task world (docs/world.md) */ \
     X(world, template, ENUM, const char *, "r1", 0, 0, "r1|boxed|none", \
-      "prompt template and answer format the verifier requires") \
+      "prompt template and answer format the verifier requires (docs/world.md)") \
     X(world, seed, INT, int64_t, "2025", 0, SETTINGS_MAX_SEED, NULL, \
       "seed of the evaluation benchmarks (fixed, so every run is scored on the same questions)") \
     X(world, max_new_tokens, INT, int, "200", 1, 65536, NULL, \
@@ -107,7 +113,7 @@
     X(pretrain, log_every, INT, int, "50", 1, 100000000, NULL, \
       "steps between progress lines") \
     X(pretrain, checkpoint_every, INT, int, "200", 0, 100000000, NULL, \
-      "steps between checkpoints <out>.ckpt.h5 for --resume (with optimizer state; also on " \
+      "steps between checkpoints `<out>.ckpt.h5` for --resume (with optimizer state; also on " \
       "SIGINT/SIGTERM; removed when the model is written); 0 = only on a signal") \
     X(pretrain, out, STRING, const char *, "data/models/base.h5", 0, 0, NULL, \
       "checkpoint written at the end (--out overrides)") \
@@ -195,7 +201,7 @@
     X(corpus, qa_share, FLOAT, double, "0", 0, 1, NULL, \
       "share of question-answer documents: the question and a short correct solution (its steps, no checks, no slips) in the document's format; general_share + qa_share <= 1") \
     X(corpus, max_doc_tokens, INT, int, "256", 96, 1024, NULL, \
-      "documents are cut here (no <eos>); at most model.max_seq_len") \
+      "documents are cut here (no `<eos>`); at most model.max_seq_len") \
 
 #define SETTINGS_EVAL(X) \
     /* [eval]: `grpolab eval` and the trainer's periodic evaluation */ \
@@ -213,32 +219,39 @@
       "RL objective preset: the default of every objective key below (docs/objectives.md; " \
       "`grpolab objective --show NAME`)") \
     X(objective, baseline, ENUM, const char *, "preset", 0, 0, "preset|group_mean|leave_one_out|length_weighted|greedy|max_loo", \
-      "advantage baseline b_i (length_weighted: OPO's sum|o|r/sum|o|; greedy: the greedy response's " \
-      "reward, ReMax; max_loo: pass@k, the group's strict best gets r_max - r_second, the others " \
-      "0); preset = the preset's") \
+      "advantage baseline b_i (length_weighted: OPO's sum_j |o_j| r_j / sum_j |o_j|; greedy: the " \
+      "reward of the prompt's greedy response, ReMax, one more greedy generation per prompt and " \
+      "step; max_loo: pass@k, only the group's strict best response gets r_max - r_second, every " \
+      "other response 0); preset = the preset's") \
     X(objective, scale, ENUM, const char *, "preset", 0, 0, "preset|group_std|batch_std|none|batch_whiten", \
-      "advantage scale s_i (std + std_eps, or 1; batch_whiten: r - b whitened over the batch, " \
+      "advantage scale s_i (group_std, batch_std: the group's or the batch's reward std + std_eps; " \
+      "none: 1; batch_whiten: r - b minus its batch mean, over its batch std + std_eps, " \
       "REINFORCE++-baseline); preset = the preset's") \
     X(objective, std_ddof, INT, int, "1", 0, 1, NULL, \
-      "delta degrees of freedom of the reward std (1: oat/TRL/verl; 0: population std); unset: " \
-      "the preset's (shown: grpo's)") \
+      "delta degrees of freedom of the reward std: 1 (oat/TRL/verl) gives the groups (1,1,0,0) and " \
+      "(1,1,1,0) the advantages 0.87, -0.87 and 0.5, -1.5; 0 (population std) gives 1, -1 and 0.58," \
+      " -1.73; unset: the preset's (shown: grpo's)") \
     X(objective, std_eps, FLOAT, double, "1e-6", 0, 1, NULL, \
       "added to the std before dividing; unset: the preset's (shown: grpo's)") \
     X(objective, aggregation, ENUM, const char *, "preset", 0, 0, "preset|seq_mean_token_mean|seq_mean_token_sum_norm|token_mean|seq_mean_token_sum|token_sum", \
-      "aggregation coefficient c_i (grpo: 1/(M|o_i|); dr_grpo: 1/(M L_max); dapo: 1/sum|o_j|; " \
-      "rloo: 1/M; token_sum: 1); preset = the preset's") \
+      "aggregation coefficient c_i (seq_mean_token_mean, grpo's: 1/(M |o_i|); " \
+      "seq_mean_token_sum_norm, dr_grpo's: 1/(M L_max); token_mean, dapo's: 1/sum_j |o_j|; " \
+      "seq_mean_token_sum, rloo's: 1/M; token_sum: 1); preset = the preset's") \
     X(objective, token_mean_scope, ENUM, const char *, "preset", 0, 0, "preset|global|micro_batch", \
-      "tokens a token_mean divides by: global = the whole minibatch's; micro_batch = the forward " \
-      "pass's times the number of passes (TRL's bnpo); preset = the preset's") \
+      "the tokens a token_mean divides by: global = the whole minibatch's (every data-parallel " \
+      "rank's); micro_batch = the forward pass's times the number of passes (TRL's bnpo: depends on" \
+      " train.micro_batch); preset = the preset's") \
     X(objective, ratio, ENUM, const char *, "preset", 0, 0, "preset|token|sequence|geo_mean|none", \
-      "importance ratio: token (PPO), sequence (GSPO's exp(mean log rho)), geo_mean (GMPO, clip " \
-      "in log space), none (plain policy gradient, GPG); preset = the preset's") \
+      "importance ratio: token (PPO), sequence (GSPO's s_i = exp(mean_t log rho_t)), geo_mean " \
+      "(GMPO: geometric mean, clip in log space), none (plain policy gradient -A log pi, GPG); " \
+      "preset = the preset's") \
     X(objective, clip, ENUM, const char *, "preset", 0, 0, "preset|ppo|cispo|sapo|none", \
-      "how the ratio enters: ppo (min-clip), cispo (clipped ratio as a stop-gradient weight), " \
-      "sapo (soft gate), none; preset = the preset's") \
+      "how the ratio enters: ppo (min-clip), cispo (clipped ratio as a stop-gradient weight on log " \
+      "pi), sapo (soft gate with tau_pos/tau_neg), none (unclipped ratio); preset = the preset's") \
     X(objective, clip_ratio_c, FLOAT, double, "0", 0, 1e9, NULL, \
-      "dual clip (verl's clip_ratio_c, default 3 there): a token with A < 0 and ratio > " \
-      "clip_ratio_c gets no gradient (clip ppo); 0 = off; unset: the preset's (every preset: 0)") \
+      "dual clip (Ye et al. 2019; verl's `actor.clip_ratio_c`, 3 there by default): a token with A " \
+      "< 0 and ratio > clip_ratio_c is held there and gets no gradient; 0 = off, else > 1 and only " \
+      "with clip ppo and ratio token or sequence; unset: the preset's (every preset: 0)") \
     X(objective, tau_pos, FLOAT, double, "1", 1e-6, 1000, NULL, \
       "SAPO gate temperature for A > 0; unset: the preset's (shown: grpo's)") \
     X(objective, tau_neg, FLOAT, double, "1.05", 1e-6, 1000, NULL, \
@@ -258,14 +271,24 @@
 #define SETTINGS_DIAGNOSTICS(X) \
     /* [diagnostics]: counterfactual diagnostics of `grpolab train` (compare.h) */ \
     X(diagnostics, compare, STRING, const char *, "", 0, 0, NULL, \
-      "objective presets (comma-separated) whose token weights and gradient every step also " \
-      "computes on the same responses and parameters, at rho = 1 (first minibatch), on the last " \
-      "minibatch and at the extra passes: their cosine with the unbiased policy gradient, norm, " \
-      "clip shares, gate and sum |w| per length bin (/compare, /compare_bins); empty = none") \
+      "objective presets (comma-separated, e.g. `grpo,dr_grpo,dapo,gspo,gmpo,cispo,sapo`) whose " \
+      "advantages, token weights and gradient every step also computes on the same responses and " \
+      "parameters as the trained objective, at several points: rho = 1 (the first minibatch, " \
+      "parameters before the update), the update's last minibatch (parameters before its optimizer " \
+      "step; the policy has moved, rho != 1) and the extra passes of " \
+      "`diagnostics.compare_extra_epochs`: each one's cosine with the unbiased policy gradient, its" \
+      " norm, the share of tokens it clips, the mean share of the advantage it passes (gate), and " \
+      "the sum of |w| per response-length bin split by correct and incorrect, with each bin's clip " \
+      "share and gate (tables /compare and /compare_bins, docs/hdf5-schema.md; `grpolab plot " \
+      "objectives`, docs/objectives.md). Training is not changed. Empty = none") \
     X(diagnostics, compare_extra_epochs, INT, int, "1", 0, 64, NULL, \
-      "extra passes of diagnostics.compare over the first minibatch's responses after the update: " \
-      "pass k at the parameters after k - 1 more epochs of the trained objective, run on the " \
-      "model and undone (the run is unchanged)") \
+      "K extra points of diagnostics.compare after the update, on the first minibatch's responses: " \
+      "pass k sees the parameters after the update and k - 1 more epochs of the trained objective " \
+      "(the epochs a run with train.ppo_epochs + k - 1 would take). Those epochs run on the model, " \
+      "whose parameters and AdamW state are saved before and put back after, so the run's " \
+      "trajectory and log are those of the run without the diagnostic (a test checks it). Each pass" \
+      " costs one forward and backward per compared objective plus one, and each pass after the " \
+      "first an epoch of updates") \
     X(diagnostics, length_bins, INT, int, "8", 1, 1024, NULL, \
       "response-length bins of /compare_bins (equal widths up to world.max_new_tokens)") \
 
@@ -282,9 +305,10 @@
     X(train, minibatch_size, INT, int, "32", 1, 1048576, NULL, \
       "M: responses per optimizer step; must divide prompts_per_step * group_size") \
     X(train, micro_batch, INT, int, "0", 0, 1048576, NULL, \
-      "responses per forward/backward pass within a minibatch, sorted by length (gradients " \
-      "accumulated: the same update up to rounding, less padding); 0 = by backend: 8 on the CPU, " \
-      "one pass on CUDA; >= minibatch_size: one pass") \
+      "responses per forward/backward pass within a minibatch, sorted by length, gradients " \
+      "accumulated: the same update up to float rounding, with less padding; 0 = by backend: 8 on " \
+      "the CPU (a faster update there: docs/notebook/2026-12-04-bench-and-fig5-throughput.md), one " \
+      "pass on CUDA; >= minibatch_size: one pass") \
     X(train, ppo_epochs, INT, int, "1", 1, 1000, NULL, \
       "mu: passes over each rollout batch") \
     X(train, temperature, FLOAT, double, "1", 1e-3, 100, NULL, \
@@ -294,13 +318,14 @@
     X(train, eval_every, INT, int, "0", 0, 100000000, NULL, \
       "greedy benchmark evaluation at step 0, every K steps and at the end; 0 = never") \
     X(train, checkpoint_every, INT, int, "10", 0, 100000000, NULL, \
-      "steps between checkpoints <out>.ckpt.h5 (with optimizer state; also at the end); 0 = end only") \
+      "steps between checkpoints `<out>.ckpt.h5` (with optimizer state; also at the end); 0 = end " \
+      "only") \
     X(train, bias_diagnostic, BOOL, bool, "true", 0, 0, NULL, \
       "log the cosine of the first minibatch's gradient with the unbiased policy gradient (one extra backward)") \
     X(train, question_set, ENUM, const char *, "weights", 0, 0, "weights|level1|levels1-3|all|ood", \
-      "the training questions: weights = the levels by train.weight_level1..5; a named set of the " \
-      "world (docs/world.md, \"Question sets\") replaces those weights: level1, levels1-3, all " \
-      "(levels 1-5), ood (the out-of-distribution pool)") \
+      "the training questions: `weights` = the levels by train.weight_level1..5; a named set of the" \
+      " world replaces those weights: `level1`, `levels1-3`, `all` (levels 1-5), `ood` (the " \
+      "out-of-distribution pool; docs/world.md, \"Question sets\")") \
     X(train, weight_level1, FLOAT, double, "1", 0, 1000, NULL, \
       "relative share of level 1 in the training pool") \
     X(train, weight_level2, FLOAT, double, "1", 0, 1000, NULL, \
