@@ -87,7 +87,7 @@ endif
 endif
 
 .PHONY: all deps probe test check-includes test-asan test-slurm bench bench-rl conformance blas-order clean gpu-check gpu-bundle reproduce-fig5 reproduce-fig6 reproduce-fig7 \
-	reproduce-ablation
+	reproduce-ablation docs-config
 
 all: deps probe $(BUILD)/grpolab
 
@@ -156,6 +156,13 @@ test: deps probe $(BUILD)/grpolab $(TEST_BIN) $(BUILD)/tests/kill_at_write.so ch
 	done; \
 	if [ $$fail = 0 ]; then echo "make test: all test binaries passed ($(BUILD))"; \
 	else echo "make test: FAILURES ($(BUILD))"; exit 1; fi
+
+# docs/config.md's table of keys, written from the settings table (src/sim/io/settings.h) by
+# `grpolab config --keys --markdown` between its marker lines; tests/test_config.c fails
+# while the two differ.
+docs-config: all
+	@scripts/docs-block.sh docs/config.md 'grpolab config --keys --markdown' \
+	  $(BUILD)/grpolab config --keys --markdown
 
 # Sanitizer build in its own folder, CPU backend only (ASan does not mix with the CUDA runtime).
 test-asan:

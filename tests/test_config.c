@@ -511,16 +511,22 @@ static void test_short_error_buffer(void **state) {
     config_free(c);
 }
 
-// `grpolab config --keys` (plain text): a header, then a line per key in the schema's order,
-// its columns aligned (each starts where the header's does), an enum's every choice in full,
-// and the key's doc line at the end.
-static void test_print_keys(void **state) {
+// What config_print_keys writes (malloc'd).
+static char *keys_text(bool markdown) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
-    config_print_keys(f, false);
+    config_print_keys(f, markdown);
     fclose(f);
+    return text;
+}
+
+// `grpolab config --keys` (plain text): a header, then a line per key in the schema's order,
+// its columns aligned (each starts where the header's does), an enum's every choice in full,
+// and the key's doc line at the end.
+static void test_print_keys(void **state) {
+    char *text = keys_text(false);
     printf("%s", text);
     char *save = NULL, *line = strtok_r(text, "\n", &save);
     assert_non_null(line);
@@ -549,19 +555,55 @@ static void test_print_keys(void **state) {
     free(text);
 }
 
-// docs/config.md lists every key of the schema (keeps the documentation true).
-static void test_docs_list_every_key(void **state) {
+// docs/config.md's table of keys is what `grpolab config --keys --markdown` prints
+// (config_print_keys), byte for byte, between its two marker lines; the test names the first
+// line that differs.
+#define DOCS_CONFIG_BEGIN "<!-- begin: grpolab config --keys --markdown"
+#define DOCS_CONFIG_END "<!-- end: grpolab config --keys --markdown -->"
+static void test_docs_table_is_generated(void **state) {
     FILE *f = fopen("docs/config.md", "r");
     if (!f) fail_msg("cannot open docs/config.md (run the tests from the repository root)");
-    static char doc[1 << 16];
+    static char doc[1 << 17];
     size_t n = fread(doc, 1, sizeof doc - 1, f);
     doc[n] = '\0';
     fclose(f);
-    for (int i = 0; i < CONFIG_SCHEMA_LEN; i++) {
-        char row[160];
-        snprintf(row, sizeof row, "| %s.%s |", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
-        if (!strstr(doc, row)) fail_msg("docs/config.md has no row for %s.%s", CONFIG_SCHEMA[i].section, CONFIG_SCHEMA[i].key);
+    assert_true(n < sizeof doc - 1);
+    const char *b = strstr(doc, DOCS_CONFIG_BEGIN), *e = strstr(doc, DOCS_CONFIG_END);
+    if (!b || !e || e < b || !strchr(b, '\n'))
+        fail_msg("docs/config.md has no block '%s ... -->' .. '%s'", DOCS_CONFIG_BEGIN, DOCS_CONFIG_END);
+    b = strchr(b, '\n') + 1;
+    char *want = keys_text(true);
+    // a header, its rule and a row per key, each of five cells: six '|' not escaped by '\\'
+    static const char head[] = "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
+    assert_true(strncmp(want, head, strlen(head)) == 0);
+    int lines = 0, bars = 0;
+    for (const char *p = want; *p; p++) {
+        bars += *p == '|' && (p == want || p[-1] != '\\');
+        if (*p == '\n') {
+            if (bars != 6) fail_msg("line %d of the Markdown table has %d cell separators", lines + 1, bars);
+            lines++;
+            bars = 0;
+        }
     }
+    assert_int_equal(lines, 2 + CONFIG_SCHEMA_LEN);
+    // compare line by line: the first difference is named
+    const char *p = b, *q = want;
+    for (int line = 1;; line++) {
+        const char *pe = p < e ? memchr(p, '\n', (size_t)(e - p)) : NULL;
+        const char *qe = strchr(q, '\n');
+        if (!pe && !qe) break;
+        size_t pl = pe ? (size_t)(pe - p) : 0, ql = qe ? (size_t)(qe - q) : 0;
+        if (!pe || !qe || pl != ql || memcmp(p, q, pl) != 0)
+            fail_msg("docs/config.md: line %d of the table differs from `grpolab config --keys "
+                     "--markdown` (run `make docs-config`):\n  doc:  %.*s\n  keys: %.*s", line,
+                     pe ? (int)pl : -1, pe ? p : "(the block ends)", qe ? (int)ql : -1,
+                     qe ? q : "(the table ends)");
+        p = pe + 1;
+        q = qe + 1;
+    }
+    if (p != e) fail_msg("docs/config.md: text after the table before '%s' (run `make docs-config`)", DOCS_CONFIG_END);
+    printf("  docs/config.md: %d keys as `grpolab config --keys --markdown` prints them\n", CONFIG_SCHEMA_LEN);
+    free(want);
 }
 
 // Each typed field of config_settings() shows its key's value and flag: the field by its name
@@ -616,7 +658,7 @@ static void test_typed_settings_follow_the_config(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_docs_list_every_key),
+        cmocka_unit_test(test_docs_table_is_generated),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_typed_settings_follow_the_config),
         cmocka_unit_test(test_schema_defaults_validate),
