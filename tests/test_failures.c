@@ -149,8 +149,8 @@ static void test_concurrent_writers(void **state) {
 static void test_stdout_errors(void **state) {
     const char *bin = getenv("GRPOLAB_BIN");
     if (!bin) bin = "build/grpolab";
-    const char *cmds[] = {"config --keys", "version", "help"};
-    for (int i = 0; i < 3; i++) {
+    const char *cmds[] = {"config --keys", "config --keys --markdown", "version", "help"};
+    for (int i = 0; i < 4; i++) {
         char cmd[1024], out[2048];
         snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/full", bin, cmds[i]);
         FILE *pp = popen(cmd, "r");
@@ -162,6 +162,8 @@ static void test_stdout_errors(void **state) {
         assert_int_equal(WEXITSTATUS(st), 1);
         assert_non_null(strstr(out, "No space left on device"));
     }
+    // --markdown is a form of the --keys table: alone it is a usage error
+    expect_cli(2, "config --markdown", "grpolab config: error: --markdown goes with --keys", NULL);
 }
 
 // ---------------------------------------------------------------- models eval refuses
