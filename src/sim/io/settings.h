@@ -337,8 +337,6 @@
     X(train, weight_level5, FLOAT, double, "1", 0, 1000, NULL, \
       "relative share of level 5 in the training pool") \
 
-#define SETTINGS_SECTIONS(S) S(run, RUN) S(model, MODEL) S(optim, OPTIM) S(world, WORLD) S(pretrain, PRETRAIN) S(corpus, CORPUS) S(eval, EVAL) S(objective, OBJECTIVE) S(diagnostics, DIAGNOSTICS) S(train, TRAIN)
-
 // Every section, in the order of the INI text.
 #define SETTINGS_SECTIONS(S) \
     S(run, RUN) S(model, MODEL) S(optim, OPTIM) S(world, WORLD) S(pretrain, PRETRAIN) \
