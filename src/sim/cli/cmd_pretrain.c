@@ -53,7 +53,7 @@ int cmd_pretrain(int argc, char **argv) {
             return 2;
         }
     }
-    if (cli_check_model_init(c, "pretrain.init", config_settings(c)->pretrain.init, "pretraining continues", 1) != 0) {
+    if (cli_check_model_init(c, SETTING_KEY(pretrain, init), config_settings(c)->pretrain.init, "pretraining continues", 1) != 0) {
         config_free(c);
         return 2;
     }

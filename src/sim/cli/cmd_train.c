@@ -33,7 +33,7 @@ static const CliSpec train_spec = {
     train_opts, 6, 0, NULL};
 
 int cli_check_train_init(Config *c) {
-    return cli_check_model_init(c, "train.init", config_settings(c)->train.init, "RL trains", 0);
+    return cli_check_model_init(c, SETTING_KEY(train, init), config_settings(c)->train.init, "RL trains", 0);
 }
 
 int cli_check_model_init(Config *c, const char *key, const char *init, const char *what,

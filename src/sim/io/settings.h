@@ -358,6 +358,10 @@ typedef struct {
     SETTINGS_SECTIONS(SETTINGS_SECTION_FIELDS_)
 } Settings;
 
+// The name "section.key" of a setting, for a run-log attribute or a message that names it:
+// it does not compile unless Settings has that field, so the name cannot drift from the key.
+#define SETTING_KEY(section, key) ((void)sizeof(((Settings *)0)->section.key), #section "." #key)
+
 // Per row: true if a file or --set gave the key (even at its default). The [objective] knobs
 // override their preset's value only where set (sim/rl/objective.h).
 typedef struct {

@@ -40,7 +40,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "config", text, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "seed", (int64_t)s->seed, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "backend", backend, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "train.micro_batch", s->micro, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, SETTING_KEY(train, micro_batch), s->micro, err, errlen) == 0 &&
              runlog_set_attr_i64(rl, "threads", omp_get_max_threads(), err, errlen) == 0 &&
              runlog_set_attr_str(rl, "blas", backend_blas_config(), err, errlen) == 0 &&
              runlog_set_attr_str(rl, "start_time", when, err, errlen) == 0 &&
@@ -48,8 +48,8 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
              runlog_set_attr_str(rl, "init_fingerprint", init_fp, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "run_id", run_id, err, errlen) == 0 &&
              runlog_set_attr_str(rl, "benchmarks", names, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "model.n_layers", mc->n_layers, err, errlen) == 0 &&
-             runlog_set_attr_i64(rl, "model.d_model", mc->d_model, err, errlen) == 0;
+             runlog_set_attr_i64(rl, SETTING_KEY(model, n_layers), mc->n_layers, err, errlen) == 0 &&
+             runlog_set_attr_i64(rl, SETTING_KEY(model, d_model), mc->d_model, err, errlen) == 0;
     // the objective's knobs as the run uses them (the preset's where the config sets none)
     for (int i = 0; ok && i < objective_knob_count(); i++) {
         const char *text_value;
@@ -61,7 +61,7 @@ static int set_root_attrs(RunLog *rl, const Config *cfg, const ObjectiveConfig *
                             : runlog_set_attr_i64(rl, key, (int64_t)num, err, errlen)) == 0;
     }
     ok = ok && (s->compare.n == 0 ||
-                runlog_set_attr_str(rl, "diagnostics.compare", s->compare.names, err, errlen) == 0);
+                runlog_set_attr_str(rl, SETTING_KEY(diagnostics, compare), s->compare.names, err, errlen) == 0);
     free(text);
     return ok ? 0 : -1;
 }
