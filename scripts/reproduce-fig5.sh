@@ -6,7 +6,9 @@
 #      (run.seed = 1234, 1235, ...; both objectives get the same seeds): one `grpolab sweep run`
 #      of the sweep file RUNS/fig5.sweep that this script writes (grpo.ini with the grid
 #      objective.preset = grpo, dr_grpo x run.seed; the two files differ only in the preset)
-#   3. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
+#   3. `grpolab eval-run` of every run: its final policy sampled at temperature 1, 4 samples
+#      per question (RUN.h5.sampled.h5, the summary's "sampled ratio"), kept where it exists
+#   4. draw plots/fig5, plots/length_bias, plots/difficulty_bias (.png .pdf .svg) and print
 #      the summary (also written to plots/summary.md)
 # Environment: SEEDS=N (default 3), QUICK=1 (a small smoke version: a base model briefly
 # pretrained on level-1 questions, 12 RL steps of 4 level-1 prompts, a few minutes on 2
@@ -87,6 +89,11 @@ done
 # Before anything is trained: every run that exists must have been made with the config it
 # would be trained with now, or its figures would not be those of the config files.
 repro_sweep "$SWEEP"
+
+# the final policies at temperature 1, so that the summary's ratio does not rest on greedy
+# loops alone (its "sampled ratio"; a file that exists is kept)
+say "the final policies sampled at temperature 1 (grpolab eval-run)"
+"$BIN" eval-run "${runs[@]}" --backend "$BACKEND"
 
 say "figures -> $PLOTS/"
 # a figure that fails (no gnuplot, say) does not keep the summary from being printed
