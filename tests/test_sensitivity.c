@@ -46,7 +46,7 @@ static int teardown(void **state) {
 //   length 999 and truncation 1 must be left out); the shares of incorrect responses cut by the
 //   budget 1 at step 0 and CUT_A, CUT_B at the last evaluation.
 enum { N = 20 };
-#define SLOPE(v, g, k) ((g) ? (v) ? 0.01 * (k) : 0.3 + 0.1 * (k) : 0.05 * (k) - 0.1)
+#define SLOPE(v, g, k) ((g) ? (v) ? 0.01 * (k) : 0.3 + 0.1 * (k) : 0.05 * (k) - 0.1 + 0.05 * (v))  /* value 1: check 2 fails */
 #define REWARD(v, g, k) (0.3 + 0.1 * (v) + 0.02 * (k) + 0.01 * !(g))
 #define LEN_I(v, g, k) ((g) ? 100.0 + 10 * (k) + 80 * (1 - (v)) : 60.0 + 5 * (k))
 static const double CUT_A[2] = {0.2, 0.4}, CUT_B[2] = {0.0, 0.2};  // [g]: of 5 and of 15 incorrect
@@ -258,6 +258,26 @@ static void test_map_numbers(void **state) {
     char want[128];
     snprintf(want, sizeof want, "| 1 | 3 | %.2f (%.2f..%.2f) |", exp(mean), exp(mean - half), exp(mean + half));
     if (!strstr(text, want)) fail_msg("'%s' not in the table:\n%s", want, text);
+    // "shows" at each value from the checks' definitions: check 1, the ratio's geometric mean
+    // >= 1.3 with the CI above 1; check 2, GRPO's slope CI above 0 and Dr. GRPO's below 0.1 of
+    // GRPO's slope (the slopes here are exact: no CI width)
+    for (int vi = 0; vi < 2; vi++) {
+        for (int k = 1; k <= 3; k++) lr[k - 1] = log(LEN_I(vi, 1, k) / LEN_I(vi, 0, k));
+        t_ci(lr, 3, &mean, &half);
+        int c1 = exp(mean) >= 1.3 && exp(mean - half) > 1;
+        double bg = (SLOPE(vi, 1, 1) + SLOPE(vi, 1, 2) + SLOPE(vi, 1, 3)) / 3 * 100;
+        double bd = (SLOPE(vi, 0, 1) + SLOPE(vi, 0, 2) + SLOPE(vi, 0, 3)) / 3 * 100;
+        int c2 = bg > 0 && bd < 0.1 * bg;
+        const char *shows = c1 && c2 ? "yes" : c1 ? "no: check 2 fails" : c2 ? "no: check 1 fails"
+                                                                          : "no: checks 1 and 2 fail";
+        char line[64], *row = NULL;
+        snprintf(line, sizeof line, "\n| %d | 3 | ", vi);
+        assert_non_null(row = strstr(text, line));
+        char *eol = strchr(row + 1, '\n');
+        snprintf(want, sizeof want, "| %s |", shows);
+        char *at = strstr(row, want);
+        if (!at || (eol && at > eol)) fail_msg("value %d: '%s' not in its row:\n%s", vi, want, text);
+    }
     assert_non_null(strstr(text, "| 0 | 0.250 | 80.0 | 0.667 | 40 | 0.000 |"));
     assert_non_null(strstr(text, "| 1 | - | - | - | 40 | 0.250 |"));
     // the figure: every format, or gnuplot is missing (then the render fails above)

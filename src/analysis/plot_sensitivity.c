@@ -4,12 +4,14 @@
 // finding_verdict (verdict.h) on that value's runs, so that the map and the summary's checks
 // are one computation:
 //   eval ratio    check 1's: GRPO / Dr. GRPO eval length of incorrect responses over the seed
-//                 pairs, mean and 95% CI
+//                 pairs, geometric mean and 95% CI
 //   slopes        check 2's: the slope of each objective's seed-mean incorrect training length
 //                 over the last half, tokens per 100 steps, regression CI
 //   final reward  run_figures' last-tenth reward, mean and 95% CI over each objective's runs
 //   cut share     the share of the final evaluation's incorrect responses that the budget cut
 //                 (/eval/truncation_incorrect of the log), mean over each objective's runs
+//   shows         whether checks 1 and 2 both pass at the value: the criterion of "the bias
+//                 shows there" (docs/results.md, "Where it shows")
 // and of the base model, from `grpolab eval --out` logs: greedy (temperature 0): its incorrect
 // responses' mean length and the share of them cut by the budget; sampled with
 // --failure-profile: the redos after a rejected step and the share of them that are right.
@@ -290,24 +292,30 @@ static int write_table(const char *base, const char *key, const AxisPoint *pt, i
     if (!f) return set_err(err, errlen, "cannot write '%s'", path);
     fprintf(f, "## Along %s\n\n"
             "Per value: the eval length of incorrect responses, GRPO / Dr. GRPO, over the seed pairs "
-            "(mean, 95%% CI: check 1 of grpolab summary); the slopes of the incorrect training length over "
-            "the last half, tokens per 100 steps (regression CI: check 2); the final training reward "
-            "(last tenth, mean and 95%% CI over the runs); the share of the final evaluation's incorrect "
-            "responses cut by the budget (mean over the runs).\n\n", key);
+            "(geometric mean, 95%% CI: check 1 of grpolab summary); the slopes of the incorrect training "
+            "length over the last half, tokens per 100 steps (regression CI: check 2); the final training "
+            "reward (last tenth, mean and 95%% CI over the runs); the share of the final evaluation's "
+            "incorrect responses cut by the budget (mean over the runs); whether the bias shows there: "
+            "checks 1 and 2 both pass (else the checks that fail).\n\n", key);
     fprintf(f, "| %s | pairs | eval ratio | GRPO slope | Dr. GRPO slope | GRPO reward | Dr. GRPO reward | "
-            "cut, GRPO | cut, Dr. GRPO |\n|---|---|---|---|---|---|---|---|---|\n", key);
+            "cut, GRPO | cut, Dr. GRPO | shows (checks 1, 2) |\n|---|---|---|---|---|---|---|---|---|---|\n", key);
     char b[8][128];
     for (int i = 0; i < np; i++) {
         const AxisPoint *p = &pt[i];
         const Check *ratio = &p->verdict.check[CHECK_EVAL_RATIO], *slope = &p->verdict.check[CHECK_LENGTH_SLOPE];
         int v = p->verdict.checks > 0;
-        fprintf(f, "| %g | %d | %s | %s | %s | %s | %s | %s | %s |\n", p->value, p->verdict.pairs,
+        const char *shows = !v                        ? "-"
+                            : ratio->pass && slope->pass ? "yes"
+                            : ratio->pass               ? "no: check 2 fails"
+                            : slope->pass               ? "no: check 1 fails"
+                                                        : "no: checks 1 and 2 fail";
+        fprintf(f, "| %g | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", p->value, p->verdict.pairs,
                 v ? with_ci(b[0], 128, "%.2f", ratio->f[0].v, ratio->f[0].lo, ratio->f[0].hi) : "-",
                 v ? with_ci(b[1], 128, "%+.1f", slope->f[0].v, slope->f[0].lo, slope->f[0].hi) : "-",
                 v ? with_ci(b[2], 128, "%+.1f", slope->f[1].v, slope->f[1].lo, slope->f[1].hi) : "-",
                 with_ci(b[3], 128, "%.3f", p->reward[0][0], p->reward[0][1], p->reward[0][2]),
                 with_ci(b[4], 128, "%.3f", p->reward[1][0], p->reward[1][1], p->reward[1][2]),
-                num(b[5], 128, "%.3f", p->cut[0]), num(b[6], 128, "%.3f", p->cut[1]));
+                num(b[5], 128, "%.3f", p->cut[0]), num(b[6], 128, "%.3f", p->cut[1]), shows);
     }
     fprintf(f, "\nThe base model at each value (`grpolab eval --out`): greedy, with the budget of the value, "
             "its benchmark accuracy, the mean length of its incorrect responses and the share of them cut "
