@@ -73,6 +73,15 @@ int cli_parse(const CliSpec *spec, int argc, char **argv, CliArgs *out) {
     return 0;
 }
 
+int cli_parse_with_o(const CliSpec *spec, int argc, char **argv, CliArgs *out) {
+    // the parsed values point into the strings of argv (or at the literal), not into av
+    char **av = xcalloc((size_t)argc + 1, sizeof(char *));
+    for (int i = 0; i < argc; i++) av[i] = strcmp(argv[i], "-o") == 0 ? "--out" : argv[i];
+    int rc = cli_parse(spec, argc, av, out);
+    free(av);
+    return rc;
+}
+
 const char *cli_get(const CliSpec *spec, const CliArgs *a, const char *name) {
     int k = find_option(spec, name, strlen(name));
     if (k < 0) die("cli: option '%s' is not in the spec of '%s'", name, spec->command);

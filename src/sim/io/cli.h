@@ -39,6 +39,8 @@ typedef struct {
 // Parses argv (argv[0] is the command name). Returns 0 ok, 1 if --help was printed
 // (caller exits 0), 2 after printing an error (caller exits 2).
 int cli_parse(const CliSpec *spec, int argc, char **argv, CliArgs *out);
+// cli_parse with -o X as the short form of --out X (spec has an option "out").
+int cli_parse_with_o(const CliSpec *spec, int argc, char **argv, CliArgs *out);
 void cli_print_usage(const CliSpec *spec, FILE *f);
 // Value of option `name` or NULL (dies on a name not in the spec: a programming error).
 const char *cli_get(const CliSpec *spec, const CliArgs *a, const char *name);
