@@ -525,6 +525,12 @@ void run_free(Run *r) {
     free(r);
 }
 
+void runs_free(Run **runs, int n) {
+    if (!runs) return;
+    for (int i = 0; i < n; i++) run_free(runs[i]);
+    free(runs);
+}
+
 int tenth_of(int n_steps) { return n_steps / 10 > 0 ? n_steps / 10 : 1; }
 
 int run_complete(const Run *r) { return r->steps_planned > 0 && r->n_steps >= r->steps_planned; }

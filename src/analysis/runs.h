@@ -86,6 +86,8 @@ double run_eval_trunc_incorrect(const Run *r, int e, double *n_incorrect, double
 // Adds the per-response and per-question data; -1 and a message on error.
 int run_load_responses(Run *r, char *err, size_t errlen);
 void run_free(Run *r);
+// Frees runs[0..n) (run_free) and the array runs.
+void runs_free(Run **runs, int n);
 
 // What followed a visible self-check disagreement, from /responses, over the first
 // (out[0]) and the last (out[1]) tenth of the steps (tenth_of): the share of responses with
