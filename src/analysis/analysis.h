@@ -85,10 +85,4 @@ int summary_print_against(FILE *f, Run *const *runs, int n, int markdown, const 
 // summary_print_against with the default comparisons. Returns 0.
 int summary_print(FILE *f, Run *const *runs, int n, int markdown);
 
-
-// `grpolab plot`, `grpolab summary` and `grpolab strip` (argv[0] is the command name).
-int cmd_plot(int argc, char **argv);
-int cmd_summary(int argc, char **argv);
-int cmd_strip(int argc, char **argv);
-
 #endif

@@ -18,6 +18,12 @@ int cmd_schema(int argc, char **argv);
 int cmd_bench_rl(int argc, char **argv);
 // `grpolab sweep plan|run|slurm|task|status FILE ...` (docs/cli.md, docs/scaling.md).
 int cmd_sweep(int argc, char **argv);
+// `grpolab plot FIGURE RUN.h5|SWEEP_DIR...`: a figure of analysis.h from run logs (docs/cli.md).
+int cmd_plot(int argc, char **argv);
+// `grpolab summary RUN.h5|SWEEP_DIR...`: the tables and the finding's checks (docs/cli.md).
+int cmd_summary(int argc, char **argv);
+// `grpolab strip RUN.h5 -o OUT.h5`: a run log copied without its per-token table.
+int cmd_strip(int argc, char **argv);
 
 // `grpolab eval-run RUN.h5|SWEEP_DIR...`: the five benchmarks run on the final
 // policy of finished train runs, after the fact (docs/cli.md). For each run it loads the

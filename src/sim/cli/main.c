@@ -1,11 +1,10 @@
 // main.c: `grpolab <command> [options]`: the command table and the dispatch. Each command is
-// in a file of its own (cmd_<command>.c; plot, summary and strip in src/analysis/, objective in
-// rl/objective_cli.c), declared in commands.h.
+// in a file of its own (cmd_<command>.c; objective in rl/objective_cli.c), declared in
+// commands.h.
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../../analysis/analysis.h"
 #include "../io/h5util.h"
 #include "../io/libenv.h"
 #include "../parallel/dist.h"
