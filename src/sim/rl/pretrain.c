@@ -201,20 +201,21 @@ static void report_kept_checkpoint(const char *ckpt_path, const char *err) {
 
 // Continued pretraining: the model of init_path (policy_open; its architecture must be mc's,
 // the config's) and what the output records of it, its stored config (*init_config, malloc'd;
-// NULL if it has none) and the fingerprint of its weights (resume_init_fingerprint). NULL with
-// a message naming the file on error.
+// NULL if it has none) and the fingerprint of the weights just loaded (resume_fingerprint, as
+// resume_init_fingerprint would compute it from the file). NULL with a message naming the
+// file on error.
 static Model *open_init(Backend *bk, const char *init_path, const ModelConfig *mc, char **init_config,
                         char fp[17], char *err, size_t errlen) {
     *init_config = NULL;
     Model *m = policy_open(bk, init_path, mc, 0, NULL, err, errlen);
     if (!m) return NULL;
-    if (checkpoint_read_meta(init_path, NULL, NULL, NULL, init_config, NULL, NULL, err, errlen) != 0 ||
-        resume_init_fingerprint(init_path, fp, err, errlen) != 0) {
+    if (checkpoint_read_meta(init_path, NULL, NULL, NULL, init_config, NULL, NULL, err, errlen) != 0) {
         free(*init_config);
         *init_config = NULL;
         model_free(m);
         return NULL;
     }
+    resume_fingerprint(m, fp);
     return m;
 }
 
