@@ -212,8 +212,8 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
     }
     EvalResult res;
     evaluate_benchmarks(m, tk, &ec, &res, recs, &nrec);
-    if (out) interrupt_restore(&handlers);
     if (res.stopped) {
+        if (out) interrupt_restore(&handlers);
         rc = saver.failed ? 1 : 128 + interrupt_pending();
         if (!saver.failed) {
             fprintf(stderr, "eval: stopped by signal %d after %d of %d questions (kept in %s)\n",
@@ -228,6 +228,14 @@ static int eval_run(const CliArgs *a, const char *model_path, const char *out, i
     if (out && eval_write_hdf5(out, model_path, &ec, &res, recs, nrec, err, sizeof err) != 0) {
         fprintf(stderr, "grpolab: error: %s\n", err);
         rc = 1;
+    }
+    // The handlers stay through the table and the file: a signal after the last question
+    // waits until --out is complete (with the default action the finished evaluation was lost)
+    if (out) {
+        interrupt_restore(&handlers);
+        if (interrupt_pending() && rc == 0)
+            fprintf(stderr, "eval: signal %d came after the last question; %s is complete\n",
+                    interrupt_pending(), out);
     }
 done:
     free(config_text);
