@@ -1,6 +1,7 @@
 // test_eval_run.c: `grpolab eval-run` of a finished run (src/sim/cli/commands.h): its greedy
 // file repeats the trainer's last evaluation, its sampled file holds K responses per
-// question, both read back by the analysis; a file of the run is kept, and a checkpoint of
+// question, both read back by the analysis; a file of the run is kept, one of the run before
+// it was extended is evaluated again, and a checkpoint of
 // another run, a missing one or a log of another kind are refused. (Several samples per
 // question themselves: tests/test_pretrain_eval.c.)
 #include "train_fixture.h"
@@ -56,6 +57,19 @@ static void test_eval_run(void **state) {
     r = run_load(run, err, sizeof err);
     assert_true(r->final_eval[FINAL_SAMPLED].score == score);
     assert_true(r->final_eval[FINAL_SAMPLED].len_incorrect == len || (isnan(len) && isnan(r->final_eval[FINAL_SAMPLED].len_incorrect)));
+    run_free(r);
+    // the run extended (train.steps raised to 6): its files are of step 4, evaluated again
+    const char *longer[] = {"train.eval_every=2", "world.max_new_tokens=10", "train.steps=6"};
+    Config *c6 = base_config(longer, 3);
+    run_ok(c6, run, 1);
+    config_free(c6);
+    snprintf(args, sizeof args, "eval-run %s --samples 2 --threads %d", run, omp_get_max_threads());
+    rc = tu_run_cli(args, out, sizeof out);
+    printf("  grpolab %s -> exit %d\n%s", args, rc, out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "is of this run at step 4, before it went on to step 6: evaluated again"));
+    r = run_load(run, err, sizeof err);
+    assert_int_equal(r->final_eval[FINAL_SAMPLED].step, 6);
     run_free(r);
     // refused: the checkpoint of another run, a missing checkpoint, a log that is not a train log
     finished_run(other);

@@ -121,12 +121,23 @@ static void final_close(Final *f) {
     free(f->run_id);
 }
 
-// The eval log at path belongs to this run and step (its attributes run_id and step).
-static int belongs(const char *path, const Final *f) {
+// Whose the eval log at path is (its attributes run_id and step).
+enum { EVAL_OF_STEP, EVAL_OF_EARLIER_STEP, EVAL_OF_OTHER };
+
+// EVAL_OF_STEP: this run at its final step; EVAL_OF_EARLIER_STEP: this run (the same run_id)
+// at another step, left by the run before it was extended (train.steps raised), so it no
+// longer describes the final policy; EVAL_OF_OTHER: another run's, or a log that cannot say.
+static int eval_owner(const char *path, const Final *f, long long *step_out) {
     char *id = log_attr(path, "run_id"), *step = log_attr(path, "step");
-    int ok = step && strtoll(step, NULL, 10) == f->step && (!f->run_id || (id && strcmp(id, f->run_id) == 0));
+    int same_run = !f->run_id || (id && strcmp(id, f->run_id) == 0);
+    long long st = step ? strtoll(step, NULL, 10) : -1;
+    *step_out = st;
+    int who = !step || !same_run ? EVAL_OF_OTHER
+              : st == f->step    ? EVAL_OF_STEP
+              : f->run_id        ? EVAL_OF_EARLIER_STEP
+                                 : EVAL_OF_OTHER;
     free(id), free(step);
-    return ok;
+    return who;
 }
 
 // Evaluates f's policy m (greedy: which == FINAL_GREEDY) into its file. 0, or -1 with a message.
@@ -179,13 +190,19 @@ static int eval_one(const char *run, int samples, int greedy, const char *thread
         char out[4300];
         final_eval_path(run, w, out, sizeof out);
         if (todo[w] && !overwrite && access(out, F_OK) == 0) {
-            if (belongs(out, &f)) {
+            long long was;
+            int who = eval_owner(out, &f, &was);
+            if (who == EVAL_OF_STEP) {
                 fprintf(stderr, "eval-run: %s exists (kept; --overwrite evaluates again)\n", out);
                 todo[w] = 0;
-            } else if (!overwrite) {
+            } else if (who == EVAL_OF_EARLIER_STEP) {
+                fprintf(stderr, "eval-run: %s is of this run at step %lld, before it went on to step %lld: "
+                        "evaluated again\n", out, was, (long long)f.step);
+            } else {
                 final_close(&f);
-                return set_err(err, errlen, "%s exists and is not of this run at step %lld (an earlier run at this "
-                               "path?): give --overwrite to replace it", out, (long long)f.step);
+                return set_err(err, errlen, "%s exists and is not of this run (run_id %s) at step %lld (an earlier "
+                               "run at this path?): give --overwrite to replace it", out,
+                               f.run_id ? f.run_id : "none", (long long)f.step);
             }
         }
         any |= todo[w];

@@ -38,7 +38,8 @@ int cmd_strip(int argc, char **argv);
 //                      stream (b << 32 | k << 20 | j) (evaluate.h)
 //   RUN.h5.greedy.h5   with --greedy: the greedy evaluation again (the one train makes at its
 //                      last step), for logs that do not have /eval/truncation_incorrect
-// A file that exists and belongs to the run is kept (--overwrite evaluates again). `grpolab
+// A file that exists and belongs to the run is kept (--overwrite evaluates again); one of the
+// run at an earlier step (the run extended since) is evaluated again. `grpolab
 // summary` reads both (analysis/runs.h final_eval).
 #define EVAL_RUN_SAMPLES 4
 int cmd_eval_run(int argc, char **argv);
