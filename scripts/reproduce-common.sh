@@ -14,7 +14,8 @@
 #                             the config it would be trained with now (`grpolab sweep plan`),
 #                             else the script stops before training; then `grpolab sweep run`
 #                             (the two halves: repro_sweep_check FILE, then repro_sweep_train
-#                             FILE JOBS [THREADS], for a caller that checks several sweeps first)
+#                             JOBS THREADS FILE...: THREADS empty for nproc/JOBS; several FILEs
+#                             share one queue of JOBS places, for a caller with several sweeps)
 #   repro_pretrain CONFIG OUT WHAT [--set K=V]...  repro_base's step for any model (the
 #                             stages of reproduce-fig7's chain): kept if pretrained with CONFIG
 #                             and the settings (and, for a continued stage, from the model now
@@ -102,7 +103,7 @@ repro_jobs() {
 
 repro_sweep() {
   repro_sweep_check "$1"
-  repro_sweep_train "$1" "$JOBS"
+  repro_sweep_train "$JOBS" "" "$1"
 }
 
 repro_sweep_check() {
@@ -124,12 +125,13 @@ repro_sweep_check() {
 }
 
 repro_sweep_train() {
-  local sweep=$1 jobs=$2 rc=0 threads=()
-  [ $# -ge 3 ] && threads=(--threads "$3")
-  "$BIN" sweep run "$sweep" --jobs "$jobs" "${threads[@]}" --backend "$BACKEND" || rc=$?
+  local jobs=$1 rc=0 threads=()
+  [ -n "$2" ] && threads=(--threads "$2")
+  shift 2
+  "$BIN" sweep run "$@" --jobs "$jobs" "${threads[@]}" --backend "$BACKEND" || rc=$?
   if [ "$rc" -ne 0 ]; then
     [ "$rc" -gt 128 ] && exit "$rc"  # stopped by a signal: the make target again continues
-    say "stopping: a run of $sweep failed"; exit 1
+    say "stopping: a run of $* failed"; exit 1
   fi
 }
 

@@ -13,7 +13,7 @@
 # questions, 8 RL steps of 4 prompts; about 2-3 minutes on 2 cores; files under
 # data/models/fig7/quick, data/runs/fig7/quick and plots/quick), BACKEND=auto|cpu|cuda,
 # GRPOLAB=path of the binary, JOBS=N|auto: runs at a time (auto: 1 on a GPU, else
-# min(nproc, 2)); with 2 or more, the math base's sweep trains beside the other two.
+# min(nproc, 2)); the three sweeps share one queue, GRPO's runs first.
 # The steps and mixtures and why: docs/notebook/2026-12-06-fig7-plan.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,25 +73,15 @@ for b in "${BASES[@]}"; do
     echo "train.init = $MODELS/$b.h5"
     for kv in "${TRAIN_SET[@]}"; do echo "${kv%%=*} = ${kv#*=}"; done
     echo "[grid]"
-    echo "run.seed = 1234..$((1233 + SEEDS))"
     echo "objective.preset = $presets"
+    echo "run.seed = 1234..$((1233 + SEEDS))"
   } > "$RUNS/$b.sweep"
 done
 for b in "${BASES[@]}"; do repro_sweep_check "$RUNS/$b.sweep"; done
-if [ "$JOBS" -ge 2 ]; then
-  # the math sweep (GRPO and Dr. GRPO) beside the general and math+QA sweeps (Dr. GRPO): about
-  # the same work on each side; every run on nproc/JOBS threads as reproduce-fig5's
-  threads=$(( $(nproc) / JOBS < 1 ? 1 : $(nproc) / JOBS ))
-  repro_sweep_train "$RUNS/math.sweep" $(( JOBS / 2 )) "$threads" &
-  math_pid=$!
-  rc=0
-  { repro_sweep_train "$RUNS/general.sweep" $(( JOBS - JOBS / 2 )) "$threads" &&
-    repro_sweep_train "$RUNS/mathqa.sweep" $(( JOBS - JOBS / 2 )) "$threads"; } || rc=$?
-  wait "$math_pid" || rc=$?
-  [ "$rc" -eq 0 ] || exit "$rc"
-else
-  for b in "${BASES[@]}"; do repro_sweep_train "$RUNS/$b.sweep" "$JOBS"; done
-fi
+# one queue of JOBS places over the three sweeps, longest runs first: GRPO from the math base
+# (its responses grow to the budget: the longest runs), then the Dr. GRPO runs; every run on
+# nproc/JOBS threads as reproduce-fig5's
+repro_sweep_train "$JOBS" "" "$RUNS/math.sweep" "$RUNS/general.sweep" "$RUNS/mathqa.sweep"
 
 # 3. the figure and the checks
 say "figure -> $PLOTS/fig7"

@@ -356,6 +356,25 @@ static void test_sweep_run(void **state) {
     assert_non_null(strstr(out, "\ndr_grpo_lr-1e-3 "));
     assert_null(strstr(out, "The finding of"));
 
+    // several files share one queue: each its own out directory and manifest, counted apart
+    char sw2[160];
+    snprintf(sw2, sizeof sw2, "%s/pair.sweep", dir);
+    snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/pair\nname = pair\n[grid]\n"
+             "run.seed = 3..4\n", base, dir);
+    write_file(sw2, text);
+    snprintf(args, sizeof args, "sweep run %s %s --jobs 2", sw, sw2);
+    assert_int_equal(run_print(args, out, sizeof out), 0);
+    assert_non_null(strstr(out, "0 trained, 4 kept, 0 failed"));  // the lr sweep's, complete above
+    assert_non_null(strstr(out, "sweep run 'pair': 2 trained, 0 kept, 0 failed"));
+    assert_non_null(strstr(out, "2 at a time with the other files'"));
+    snprintf(args, sizeof args, "summary --check %s/pair", dir);
+    assert_int_equal(run_print(args, out, sizeof out), 0);
+    assert_non_null(strstr(out, "seed-4.h5: 2 of 2 steps, complete"));
+    // two files with one out directory are refused before anything runs
+    snprintf(args, sizeof args, "sweep run %s %s", sw2, sw2);
+    assert_int_equal(run_both(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "both write to out"));
+
     // a run stopped by a signal continues from its checkpoint
     snprintf(text, sizeof text, "[sweep]\nconfig = %s\nout = %s/long\n[set]\ntrain.steps = 20\n"
              "[grid]\nrun.seed = 5\n", base, dir);

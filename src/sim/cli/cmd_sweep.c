@@ -248,11 +248,13 @@ static const CliOption run_opts[] = {
 };
 static const CliSpec run_spec = {
     "sweep run",
-    "Train the runs of a sweep file on this machine, N at a time, each with its output in\n"
+    "Train the runs of sweep files on this machine, N at a time, each with its output in\n"
     "OUT/NAME.log and a progress line per running run every minute. Complete runs are kept,\n"
     "interrupted ones continue from their checkpoint; a run log made with another config stops\n"
-    "the sweep before anything is trained. Writes OUT/sweep.runs for `grpolab summary OUT`.",
-    "FILE [--jobs N] [--threads T] [--backend NAME]", run_opts, 3, 1, "FILE"};
+    "the command before anything is trained. Several FILEs share one queue of N places, in\n"
+    "the order given (their runs in each file's order), so that a long sweep does not wait for\n"
+    "a short one. Writes OUT/sweep.runs of each file for `grpolab summary OUT`.",
+    "FILE... [--jobs N] [--threads T] [--backend NAME]", run_opts, 3, 64, "FILE"};
 
 // The last "train step" line of a run's output, shortened (or "starting").
 static void last_progress(const char *log, char *out, size_t len) {
@@ -281,10 +283,22 @@ static void last_progress(const char *log, char *out, size_t len) {
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
 
+
+// One run of the queue `sweep run` works through: run i of sweep k.
+typedef struct {
+    int k, i;
+    pid_t pid;     // 0: not running
+    double start;  // wall time it started
+} Job;
+
 static int sweep_run(int argc, char **argv) {
     CliArgs a;
-    int rc = parse_args(&run_spec, argc, argv, &a, 1);
-    if (rc >= 0) return rc;
+    int rc = cli_parse(&run_spec, argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (a.n_positional < 1) {
+        cli_print_usage(&run_spec, stderr);
+        return 2;
+    }
     int jobs = 1, threads = 0;
     const char *js = cli_get(&run_spec, &a, "jobs"), *ts = cli_get(&run_spec, &a, "threads");
     if ((js && parse_count("jobs", js, 1, 1024, &jobs) != 0) ||
@@ -295,53 +309,80 @@ static int sweep_run(int argc, char **argv) {
         threads = np / jobs >= 1 ? (int)(np / jobs) : 1;
     }
     const char *backend = cli_get(&run_spec, &a, "backend");
-    RunState *states = NULL;
-    Sweep *s = load_checked(a.positional[0], &states);
-    if (!s) return 2;
+    // every file is read and checked before anything is trained
+    int ns = a.n_positional, n_jobs = 0, bad = 0;
+    Sweep **sw = xcalloc((size_t)ns, sizeof *sw);
+    RunState **states = xcalloc((size_t)ns, sizeof *states);
+    for (int k = 0; k < ns; k++) {
+        if (!(sw[k] = load_checked(a.positional[k], &states[k]))) {
+            bad = 1;
+            continue;
+        }
+        n_jobs += sw[k]->n_runs;
+        for (int j = 0; j < k; j++)
+            if (sw[j] && strcmp(sw[j]->out, sw[k]->out) == 0) {
+                fprintf(stderr, "grpolab sweep: error: %s and %s both write to out = %s (one directory "
+                        "per sweep: its sweep.runs lists that sweep's runs)\n", a.positional[j],
+                        a.positional[k], sw[k]->out);
+                bad = 1;
+            }
+    }
     char err[2048];
-    if (sweep_write_manifest(s, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab sweep: error: %s\n", err);
-        free(states);
-        sweep_free(s);
-        return 1;
+    for (int k = 0; k < ns && !bad; k++)
+        if (sweep_write_manifest(sw[k], err, sizeof err) != 0) {
+            fprintf(stderr, "grpolab sweep: error: %s\n", err);
+            bad = 1;
+        }
+    if (bad) {
+        for (int k = 0; k < ns; k++) free(states[k]), sweep_free(sw[k]);
+        free(states), free(sw);
+        return 2;
     }
     double t0 = wall_time();
-    int n_todo = 0;
-    for (int i = 0; i < s->n_runs; i++) n_todo += states[i] != RUN_COMPLETE;
-    printf("sweep run '%s': %d runs, %d to train (%d kept), %d at a time%s%.0d%s; output in %s/NAME.log\n",
-           s->name, s->n_runs, n_todo, s->n_runs - n_todo, jobs, threads ? ", run.threads=" : "",
-           threads, "", s->out);
+    Job *q = xcalloc((size_t)n_jobs, sizeof *q);
+    int *n_todo = xcalloc((size_t)ns, sizeof *n_todo), *n_done = xcalloc((size_t)ns, sizeof *n_done),
+        *n_failed = xcalloc((size_t)ns, sizeof *n_failed);
+    for (int k = 0, n = 0; k < ns; k++) {
+        const Sweep *s = sw[k];
+        for (int i = 0; i < s->n_runs; i++, n++) {
+            q[n] = (Job){.k = k, .i = i};
+            n_todo[k] += states[k][i] != RUN_COMPLETE;
+        }
+        printf("sweep run '%s': %d run%s, %d to train (%d kept), %d at a time%s%s%.0d%s; output in %s/NAME.log\n",
+               s->name, s->n_runs, s->n_runs == 1 ? "" : "s", n_todo[k], s->n_runs - n_todo[k], jobs, ns > 1 ? " with the other files'" : "",
+               threads ? ", run.threads=" : "", threads, "", s->out);
+    }
     fflush(stdout);
     struct sigaction sa = {0};
     sa.sa_handler = on_stop;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    pid_t *pid_of = xcalloc((size_t)s->n_runs, sizeof *pid_of);  // 0: not running
-    double *start = xcalloc((size_t)s->n_runs, sizeof *start);
-    int next = 0, running = 0, failed = 0, done = 0;
+    int next = 0, running = 0, stopped = 0;
     double last_report = t0;
-    while (next < s->n_runs || running > 0) {
+    while (next < n_jobs || running > 0) {
         if (stop_signal) {
             printf("[%5.0fs] %s: stopping the %d running run%s; `grpolab sweep run` again continues them "
                    "from their checkpoints\n", wall_time() - t0, strsignal(stop_signal), running,
                    running == 1 ? "" : "s");
             fflush(stdout);
-            for (int i = 0; i < s->n_runs; i++)
-                if (pid_of[i]) kill(pid_of[i], SIGTERM);
+            for (int n = 0; n < n_jobs; n++)
+                if (q[n].pid) kill(q[n].pid, SIGTERM);
             while (running > 0 && wait(NULL) > 0) running--;
-            failed = -1;
+            stopped = 1;
             break;
         }
-        while (running < jobs && next < s->n_runs) {
-            int i = next++;
+        while (running < jobs && next < n_jobs) {
+            Job *jb = &q[next++];
+            const Sweep *s = sw[jb->k];
+            RunState st = states[jb->k][jb->i];
             char name[1024];
-            sweep_run_name(s, i, name, sizeof name);
-            if (states[i] == RUN_COMPLETE) {
+            sweep_run_name(s, jb->i, name, sizeof name);
+            if (st == RUN_COMPLETE) {
                 printf("[%5.0fs] %s is complete: kept\n", wall_time() - t0, name);
                 continue;
             }
             int n;
-            char **av = train_argv(s, i, states[i], threads, backend, &n);
+            char **av = train_argv(s, jb->i, st, threads, backend, &n);
             char *log = xasprintf("%s/%s.log", s->out, name);
             fflush(stdout);
             pid_t pid = fork();
@@ -358,10 +399,10 @@ static int sweep_run(int argc, char **argv) {
                 _exit(127);
             }
             printf("[%5.0fs] training %s (%d/%d, %s) -> %s/%s.h5, output in %s\n", wall_time() - t0, name,
-                   i + 1, s->n_runs, STATE_NAME[states[i]], s->out, name, log);
+                   jb->i + 1, s->n_runs, STATE_NAME[st], s->out, name, log);
             fflush(stdout);
-            pid_of[i] = pid;
-            start[i] = wall_time();
+            jb->pid = pid;
+            jb->start = wall_time();
             running++;
             free(log);
             sweep_free_sets(av, n);
@@ -374,11 +415,11 @@ static int sweep_run(int argc, char **argv) {
             sleep(1);
             if (wall_time() - last_report >= 60) {
                 last_report = wall_time();
-                for (int i = 0; i < s->n_runs; i++) {
-                    if (!pid_of[i]) continue;
+                for (int n = 0; n < n_jobs; n++) {
+                    if (!q[n].pid) continue;
                     char name[1024], line[512];
-                    sweep_run_name(s, i, name, sizeof name);
-                    char *log = xasprintf("%s/%s.log", s->out, name);
+                    sweep_run_name(sw[q[n].k], q[n].i, name, sizeof name);
+                    char *log = xasprintf("%s/%s.log", sw[q[n].k]->out, name);
                     last_progress(log, line, sizeof line);
                     free(log);
                     printf("[%5.0fs]   %s: %s\n", wall_time() - t0, name, line);
@@ -387,33 +428,36 @@ static int sweep_run(int argc, char **argv) {
             }
             continue;
         }
-        for (int i = 0; i < s->n_runs; i++) {
-            if (pid_of[i] != pid) continue;
+        for (int n = 0; n < n_jobs; n++) {
+            Job *jb = &q[n];
+            if (jb->pid != pid) continue;
             char name[1024];
-            sweep_run_name(s, i, name, sizeof name);
-            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            if (ok) {
-                printf("[%5.0fs] %s done (%.0f s)\n", wall_time() - t0, name, wall_time() - start[i]);
-                done++;
+            sweep_run_name(sw[jb->k], jb->i, name, sizeof name);
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                printf("[%5.0fs] %s done (%.0f s)\n", wall_time() - t0, name, wall_time() - jb->start);
+                n_done[jb->k]++;
             } else {
                 printf("[%5.0fs] %s FAILED (%s %d): see %s/%s.log\n", wall_time() - t0, name,
                        WIFEXITED(status) ? "exit" : "signal",
-                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), s->out, name);
-                failed++;
+                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), sw[jb->k]->out, name);
+                n_failed[jb->k]++;
             }
             fflush(stdout);
-            pid_of[i] = 0;
+            jb->pid = 0;
             running--;
         }
     }
-    if (failed >= 0)
-        printf("sweep run '%s': %d trained, %d kept, %d failed in %.0f s; `grpolab summary %s` for the table\n",
-               s->name, done, s->n_runs - n_todo, failed, wall_time() - t0, s->out);
-    free(pid_of);
-    free(start);
-    free(states);
-    sweep_free(s);
-    return failed < 0 ? 128 + (int)stop_signal : failed ? 1 : 0;
+    int failed = 0;
+    for (int k = 0; k < ns; k++) {
+        failed += n_failed[k];
+        if (!stopped)
+            printf("sweep run '%s': %d trained, %d kept, %d failed in %.0f s; `grpolab summary %s` for the table\n",
+                   sw[k]->name, n_done[k], sw[k]->n_runs - n_todo[k], n_failed[k], wall_time() - t0, sw[k]->out);
+        free(states[k]);
+        sweep_free(sw[k]);
+    }
+    free(q), free(n_todo), free(n_done), free(n_failed), free(states), free(sw);
+    return stopped ? 128 + (int)stop_signal : failed ? 1 : 0;
 }
 
 // ---------------------------------------------------------------- task
