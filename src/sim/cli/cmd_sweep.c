@@ -1,6 +1,7 @@
 // cmd_sweep.c: `grpolab sweep plan|run|slurm|task|status FILE` (docs/cli.md, docs/scaling.md).
 // Every run is a `grpolab train` of this same binary: `run` starts them here N at a time,
-// `slurm` writes (and submits) a job array whose task i runs `sweep task FILE i`. Before
+// `slurm` writes (and submits) a job array whose task i runs `sweep task FILE i`
+// (cmd_sweep_slurm.c; what the two files share: sweep_cmd.h). Before
 // anything is trained, every run's config is resolved and every run log that exists is
 // compared with the config it would be trained with now: a finished run is kept, an
 // interrupted one continues from its checkpoint (train --resume), as does a complete one whose
@@ -26,118 +27,11 @@
 #include "../sweep/sweep.h"
 #include "../rl/train.h"
 #include "commands.h"
+#include "sweep_cmd.h"
 
-// What a run needs: train from scratch, nothing (complete), resume, go on past its end (a
-// complete run whose train.steps the sweep raises: train --resume from its last step), or it
-// is refused.
-typedef enum { RUN_NEW, RUN_COMPLETE, RUN_RESUME, RUN_RESTART, RUN_EXTEND, RUN_REFUSED } RunState;
 static const char *const STATE_NAME[] = {"new", "complete (kept)", "resumes from its checkpoint",
                                          "trains again (no checkpoint yet)",
                                          "extends from its last step (train.steps raised)", "REFUSED"};
-
-// The state of run i whose resolved config is c; msg says why where it is refused, and for a
-// run that extends "from step K to N". The config is read from the log's copy where a killed
-// run left one (its log may be torn).
-static RunState run_state(const Sweep *s, int i, const Config *c, char *msg, size_t msglen) {
-    char *path = sweep_run_path(s, i), copy[4200];
-    RunState st = RUN_NEW;
-    if (access(path, F_OK) == 0) {
-        // a larger train.steps than the log's is the same run, gone on for longer
-        int same = resume_compare_run_config(resume_log_to_read(path, copy, sizeof copy), c, 1, msg, msglen);
-        if (same != 0) {
-            if (same < 0) {
-                size_t n = strlen(msg);
-                snprintf(msg + n, msglen - n, " (delete or move it to train it again)");
-            }
-            st = RUN_REFUSED;
-        } else {
-            char err[1024];
-            Run *r = run_load(path, err, sizeof err);
-            int complete = r && run_complete(r);
-            int64_t done = r ? r->n_steps : 0, steps = config_settings(c)->train.steps;
-            run_free(r);
-            char *ckpt = path_with_suffix(path, RESUME_CKPT_SUFFIX);
-            int has_ckpt = access(ckpt, F_OK) == 0;
-            if (complete && done >= steps) {
-                st = RUN_COMPLETE;
-            } else if (complete && !has_ckpt) {
-                set_err(msg, msglen, "%s is complete at %lld steps and train.steps is now %lld, but its "
-                        "checkpoint %s (the state to go on from) is gone: put it back, or delete or "
-                        "move the run to train it again", path, (long long)done, (long long)steps, ckpt);
-                st = RUN_REFUSED;
-            } else if (complete) {
-                set_err(msg, msglen, "from step %lld to %lld", (long long)done, (long long)steps);
-                st = RUN_EXTEND;
-            } else {
-                st = has_ckpt ? RUN_RESUME : RUN_RESTART;
-            }
-            free(ckpt);
-        }
-    }
-    free(path);
-    return st;
-}
-
-// Loads and checks the sweep; with states, the state of every run (malloc'd), printing each
-// refused run; returns NULL (after printing why) if the sweep cannot run.
-static Sweep *load_checked(const char *file, RunState **states) {
-    char err[2048];
-    Sweep *s = sweep_load(file, err, sizeof err);
-    if (!s || sweep_check(s, err, sizeof err) != 0) {
-        fprintf(stderr, "grpolab sweep: error: %s\n", err);
-        sweep_free(s);
-        return NULL;
-    }
-    if (!states) return s;
-    *states = xcalloc((size_t)s->n_runs, sizeof **states);
-    int refused = 0, no_init = 0;
-    char missing[1024] = "";  // the last train.init reported missing: each is said once
-    for (int i = 0; i < s->n_runs; i++) {
-        Config *c = sweep_run_config(s, i, err, sizeof err);  // resolved by sweep_check
-        (*states)[i] = run_state(s, i, c, err, sizeof err);
-        if ((*states)[i] == RUN_REFUSED) {
-            fprintf(stderr, "grpolab sweep: %s\n", err);
-            refused++;
-        }
-        const char *init = config_settings(c)->train.init;
-        if ((*states)[i] != RUN_COMPLETE && (*states)[i] != RUN_RESUME && (*states)[i] != RUN_EXTEND &&
-            access(init, R_OK) != 0) {
-            if (strcmp(init, missing) != 0)
-                fprintf(stderr, "grpolab sweep: error: train.init '%s' (run %d) cannot be read: %s (pretrain or copy the base model there first)\n", init, i, strerror(errno));
-            snprintf(missing, sizeof missing, "%s", init);
-            no_init++;
-        }
-        config_free(c);
-    }
-    if (no_init && !refused) {
-        fprintf(stderr, "grpolab sweep: error: %d run%s would start from a model that is not there (above): "
-                "nothing was started\n", no_init, no_init == 1 ? "" : "s");
-        free(*states);
-        *states = NULL;
-        sweep_free(s);
-        return NULL;
-    }
-    if (refused) {
-        fprintf(stderr, "grpolab sweep: error: %d run log%s in %s %s made with another config than "
-                "the sweep gives now (above): nothing was trained; delete or move %s to train %s "
-                "again\n", refused, refused == 1 ? "" : "s", s->out, refused == 1 ? "was" : "were",
-                refused == 1 ? "it" : "them", refused == 1 ? "it" : "them");
-        free(*states);
-        *states = NULL;
-        sweep_free(s);
-        return NULL;
-    }
-    return s;
-}
-
-// The path of this binary, so that every run is trained by the same grpolab.
-static const char *self_exe(void) {
-    static char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0) die("cannot find this binary (/proc/self/exe): %s", strerror(errno));
-    path[n] = '\0';
-    return path;
-}
 
 // execv of this very binary with av (av[0] its path, for messages): through /proc/self/exe,
 // which stays the running file where the binary was rebuilt meanwhile (its path then names
@@ -153,7 +47,7 @@ static char **train_argv(const Sweep *s, int i, RunState st, int threads, const 
     char **grid = sweep_run_grid_sets(s, i);
     int cap = 12 + 2 * (s->n_sets + s->n_axes), n = 0;
     char **av = xcalloc((size_t)cap, sizeof *av);
-    av[n++] = xstrdup(self_exe());
+    av[n++] = xstrdup(sweep_cmd_self_exe());
     av[n++] = xstrdup("train");
     av[n++] = xstrdup("--config");
     av[n++] = xstrdup(s->config);
@@ -179,17 +73,6 @@ static char **train_argv(const Sweep *s, int i, RunState st, int threads, const 
     return av;
 }
 
-// cli_parse, then exactly n_positional arguments: -1 to go on, else the exit code.
-static int parse_args(const CliSpec *spec, int argc, char **argv, CliArgs *a, int n_positional) {
-    int rc = cli_parse(spec, argc, argv, a);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (a->n_positional != n_positional) {
-        cli_print_usage(spec, stderr);
-        return 2;
-    }
-    return -1;
-}
-
 static int parse_count(const char *opt, const char *v, int lo, int hi, int *out) {
     char *end;
     long x = v ? strtol(v, &end, 10) : 0;
@@ -211,9 +94,9 @@ static const CliSpec plan_spec = {
 
 static int sweep_plan(int argc, char **argv) {
     CliArgs a;
-    int rc = parse_args(&plan_spec, argc, argv, &a, 1);
+    int rc = sweep_cmd_args(&plan_spec, argc, argv, &a, 1);
     if (rc >= 0) return rc;
-    Sweep *s = load_checked(a.positional[0], NULL);
+    Sweep *s = sweep_cmd_load(a.positional[0], NULL);
     if (!s) return 2;
     char err[2048];
     printf("sweep '%s' (%s): %d run%s", s->name, s->path, s->n_runs, s->n_runs == 1 ? "" : "s");
@@ -226,7 +109,7 @@ static int sweep_plan(int argc, char **argv) {
         char name[1024];
         sweep_run_name(s, i, name, sizeof name);
         Config *c = sweep_run_config(s, i, err, sizeof err);
-        RunState st = run_state(s, i, c, err, sizeof err);
+        RunState st = sweep_cmd_run_state(s, i, c, err, sizeof err);
         config_free(c);
         char **grid = sweep_run_grid_sets(s, i);
         printf("%4d  %-32s ", i, name);
@@ -314,7 +197,7 @@ static int sweep_run(int argc, char **argv) {
     Sweep **sw = xcalloc((size_t)ns, sizeof *sw);
     RunState **states = xcalloc((size_t)ns, sizeof *states);
     for (int k = 0; k < ns; k++) {
-        if (!(sw[k] = load_checked(a.positional[k], &states[k]))) {
+        if (!(sw[k] = sweep_cmd_load(a.positional[k], &states[k]))) {
             bad = 1;
             continue;
         }
@@ -475,7 +358,7 @@ static const CliSpec task_spec = {
 
 static int sweep_task(int argc, char **argv) {
     CliArgs a;
-    int rc = parse_args(&task_spec, argc, argv, &a, 2);
+    int rc = sweep_cmd_args(&task_spec, argc, argv, &a, 2);
     if (rc >= 0) return rc;
     int threads = 0, index;
     const char *ts = cli_get(&task_spec, &a, "threads");
@@ -502,7 +385,7 @@ static int sweep_task(int argc, char **argv) {
         sweep_free(s);
         return 2;
     }
-    RunState st = run_state(s, index, c, err, sizeof err);
+    RunState st = sweep_cmd_run_state(s, index, c, err, sizeof err);
     config_free(c);
     char *path = sweep_run_path(s, index);
     printf("sweep task %d/%d of '%s': %s -> %s: %s\n", index, s->n_runs, s->name, name, path, STATE_NAME[st]);
@@ -529,279 +412,6 @@ static int sweep_task(int argc, char **argv) {
     fprintf(stderr, "grpolab sweep: error: cannot run '%s': %s\n", av[0], strerror(errno));
     sweep_free_sets(av, n);
     return 1;
-}
-
-// ---------------------------------------------------------------- slurm
-
-static const CliOption slurm_opts[] = {
-    {"partition", "NAME", "#SBATCH --partition (default: [slurm] partition; none: the cluster's default)"},
-    {"account", "NAME", "#SBATCH --account (default: [slurm] account)"},
-    {"time", "LIMIT", "#SBATCH --time per task, e.g. 02:00:00 (default: [slurm] time)"},
-    {"cpus", "N", "#SBATCH --cpus-per-task, also each run's run.threads (default: [slurm] cpus, 1)"},
-    {"gpus", "N", "#SBATCH --gres=gpu:N per task (default: [slurm] gpus, 0)"},
-    {"mem", "SIZE", "#SBATCH --mem per task, e.g. 8G (default: [slurm] mem)"},
-    {"max-parallel", "N", "at most N tasks at a time (--array=...%N; default: [slurm] max_parallel, no limit)"},
-    {"signal", "SECS", "SIGTERM to the training SECS before the time limit, to checkpoint (#SBATCH "
-                       "--signal=B:TERM@SECS; default: [slurm] signal, 300; 0: none)"},
-    {"requeue", NULL, "#SBATCH --requeue: Slurm may requeue a preempted task (the default; [slurm] requeue)"},
-    {"no-requeue", NULL, "#SBATCH --no-requeue instead"},
-    {"script", "FILE", "the batch script to write (default: OUT/sweep.sbatch)"},
-    {"submit", NULL, "submit it with sbatch and print the job id"},
-};
-static const CliSpec slurm_spec = {
-    "sweep slurm",
-    "Write an sbatch script for a Slurm job array with one task per run of a sweep file: task i\n"
-    "runs `grpolab sweep task FILE i` (resumable: a complete run is kept, an interrupted one\n"
-    "continues from its checkpoint), its output in OUT/logs/task-i.log. The training gets SIGTERM\n"
-    "before the time limit (--signal) or at preemption and saves a checkpoint; a requeued or\n"
-    "resubmitted task goes on from it. The binary, FILE and this directory are named by\n"
-    "absolute path: the nodes must see them (a shared file system). Options come from the\n"
-    "sweep file's [slurm] section; the flags override it.",
-    "FILE [--partition NAME] [--account NAME] [--time LIMIT] [--cpus N] [--gpus N] [--mem SIZE]\n"
-    "       [--max-parallel N] [--signal SECS] [--requeue | --no-requeue] [--script FILE] [--submit]",
-    slurm_opts, 12, 1, "FILE"};
-
-// An absolute version of path (malloc'd): realpath where it exists, else cwd/path.
-static char *absolute(const char *path) {
-    char *r = realpath(path, NULL);
-    if (r) return r;
-    if (path[0] == '/') return xstrdup(path);
-    char *cwd = getcwd(NULL, 0);
-    if (!cwd) die("getcwd: %s", strerror(errno));
-    char *p = xasprintf("%s/%s", cwd, path);
-    free(cwd);
-    return p;
-}
-
-// [slurm] overridden by the flags (strings malloc'd; free with free_slurm_options); -1 after
-// printing an error.
-static int slurm_options(const Sweep *s, const CliArgs *a, SweepSlurm *o) {
-    *o = s->slurm;
-    o->partition = s->slurm.partition ? xstrdup(s->slurm.partition) : NULL;
-    o->account = s->slurm.account ? xstrdup(s->slurm.account) : NULL;
-    o->time = s->slurm.time ? xstrdup(s->slurm.time) : NULL;
-    o->mem = s->slurm.mem ? xstrdup(s->slurm.mem) : NULL;
-    if (cli_flag(&slurm_spec, a, "requeue") && cli_flag(&slurm_spec, a, "no-requeue")) {
-        fprintf(stderr, "grpolab sweep slurm: error: --requeue and --no-requeue: give one\n");
-        return -1;
-    }
-    if (cli_flag(&slurm_spec, a, "requeue")) o->requeue = 1;
-    if (cli_flag(&slurm_spec, a, "no-requeue")) o->requeue = 0;
-    // the flags go through the sweep file's own checks: one [slurm] line of text each
-    static const char *const keys[][2] = {{"partition", "partition"}, {"account", "account"},
-                                          {"time", "time"}, {"cpus", "cpus"}, {"gpus", "gpus"},
-                                          {"mem", "mem"}, {"max-parallel", "max_parallel"},
-                                          {"signal", "signal"}};
-    enum { N_KEYS = sizeof keys / sizeof keys[0] };
-    for (size_t k = 0; k < N_KEYS; k++) {
-        const char *v = cli_get(&slurm_spec, a, keys[k][0]);
-        if (!v) continue;
-        if (strpbrk(v, "\n\r#;")) {
-            fprintf(stderr, "grpolab sweep slurm: error: --%s '%s': expected one word, without a line "
-                    "break, '#' or ';'\n", keys[k][0], v);
-            return -1;
-        }
-        char err[1024];
-        char *text = xasprintf("[sweep]\nconfig = -\nout = -\n[grid]\nrun.seed = 1\n[slurm]\n%s = %s\n",
-                               keys[k][1], v);
-        Sweep *f = sweep_load_text(text, "the command line", err, sizeof err);
-        free(text);
-        if (!f) {
-            fprintf(stderr, "grpolab sweep slurm: error: %s\n", err);
-            return -1;
-        }
-        char **str = k == 0 ? &o->partition : k == 1 ? &o->account : k == 2 ? &o->time : k == 5 ? &o->mem : NULL;
-        const char *got = k == 0 ? f->slurm.partition : k == 1 ? f->slurm.account : k == 2 ? f->slurm.time
-                                                                : k == 5 ? f->slurm.mem : NULL;
-        if (str) {
-            free(*str);
-            *str = xstrdup(got);
-        }
-        if (k == 3) o->cpus = f->slurm.cpus;
-        if (k == 4) o->gpus = f->slurm.gpus;
-        if (k == 6) o->max_parallel = f->slurm.max_parallel;
-        if (k == 7) o->signal_secs = f->slurm.signal_secs;
-        sweep_free(f);
-    }
-    return 0;
-}
-
-static void free_slurm_options(SweepSlurm *o) {
-    free(o->partition);
-    free(o->account);
-    free(o->time);
-    free(o->mem);
-}
-
-// v as one argument of an #SBATCH line (malloc'd), or NULL with a message: sbatch reads those
-// lines itself, not through a shell, with its own quoting ("..." and \X, '#' starting a
-// comment); what is not a plain word is written in double quotes with \" for '"'. pattern: v
-// is a file name pattern, where '%' is written '%%'. A line break or other control character
-// but a tab, or a backslash (which turns the pattern off), cannot be written there.
-static char *sbatch_word(const char *what, const char *v, int pattern, char *err, size_t errlen) {
-    size_t n = 3, plain = 1;
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if ((*p < 0x20 && *p != '\t') || *p == 0x7f || *p == '\\') {
-            set_err(err, errlen, "%s '%s' holds a %s: an #SBATCH line cannot name it (move the sweep's "
-                    "out directory to a path without one)", what, v,
-                    *p == '\\' ? "backslash" : *p == '\n' ? "line break" : "control character");
-            return NULL;
-        }
-        plain &= isalnum(*p) || strchr("._+-/,:=@~", *p) != NULL;
-        n += *p == '"' || *p == '%' ? 2 : 1;
-    }
-    if (plain) return xstrdup(v);
-    char *q = xmalloc(n), *o = q;
-    *o++ = '"';
-    for (const char *p = v; *p; p++) {
-        if (*p == '"') *o++ = '\\';
-        if (*p == '%' && pattern) *o++ = '%';
-        *o++ = *p;
-    }
-    *o++ = '"';
-    *o = '\0';
-    return q;
-}
-
-// Text for a comment line of the script: control characters (a line break would end the
-// comment) as '?'. Malloc'd.
-static char *comment_text(const char *v) {
-    char *c = xstrdup(v);
-    for (char *p = c; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
-    return c;
-}
-
-static int write_sbatch(const Sweep *s, const SweepSlurm *o, const char *script, char *err, size_t errlen) {
-    char *out = absolute(s->out), *file = absolute(s->path), *cwd = getcwd(NULL, 0);
-    if (!cwd) die("getcwd: %s", strerror(errno));
-    char *outq = NULL, *name = xstrdup(s->name);
-    for (char *p = name; *p; p++)  // a label: [A-Za-z0-9._+-]
-        if (!isalnum((unsigned char)*p) && !strchr("._+-", *p)) *p = '-';
-    // OUT/logs/task-%a.log, %a the task's index (an sbatch pattern): OUT's own '%' are doubled
-    char *outdir = xasprintf("%s/logs/", out);
-    char *dirq = sbatch_word("the out directory", outdir, 1, err, errlen);
-    if (dirq) {
-        size_t k = strlen(dirq);
-        outq = dirq[0] == '"' ? xasprintf("%.*stask-%%a.log\"", (int)(k - 1), dirq)
-                              : xasprintf("%stask-%%a.log", dirq);
-    }
-    free(dirq);
-    free(outdir);
-    FILE *f = outq ? fopen(script, "w") : NULL;
-    if (outq && !f) set_err(err, errlen, "cannot write '%s': %s", script, strerror(errno));
-    int bad = !f;
-    if (f) {
-        char *cname = comment_text(s->name), *cfile = comment_text(file);
-        fprintf(f, "#!/bin/bash\n"
-                   "# grpolab sweep '%s' (%s) as a Slurm job array: task i trains run i of the sweep\n"
-                   "# (`grpolab sweep plan` lists them); written by `grpolab sweep slurm`. A task that\n"
-                   "# is run again (requeued, or the array submitted again) keeps a complete run and\n"
-                   "# continues an interrupted one from its checkpoint. The training is this shell\n"
-                   "# (exec), so Slurm's SIGTERM (--signal, preemption, scancel, scontrol requeue)\n"
-                   "# reaches it and it saves a checkpoint before it exits.\n",
-                cname, cfile);
-        free(cname);
-        free(cfile);
-        fprintf(f, "#SBATCH --job-name=grpolab-%s\n", name);
-        fprintf(f, "#SBATCH --array=0-%d", s->n_runs - 1);
-        if (o->max_parallel > 0) fprintf(f, "%%%d", o->max_parallel);
-        fprintf(f, "\n#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=%d\n", o->cpus);
-        fprintf(f, "#SBATCH --output=%s\n#SBATCH --open-mode=append\n", outq);
-        fprintf(f, "#SBATCH --%s\n", o->requeue ? "requeue" : "no-requeue");
-        if (o->signal_secs > 0) fprintf(f, "#SBATCH --signal=B:TERM@%d\n", o->signal_secs);
-        if (o->partition) fprintf(f, "#SBATCH --partition=%s\n", o->partition);
-        if (o->account) fprintf(f, "#SBATCH --account=%s\n", o->account);
-        if (o->time) fprintf(f, "#SBATCH --time=%s\n", o->time);
-        if (o->mem) fprintf(f, "#SBATCH --mem=%s\n", o->mem);
-        if (o->gpus > 0) fprintf(f, "#SBATCH --gres=gpu:%d\n", o->gpus);
-        // every value below is one single-quoted shell word: nothing in it is run
-        char *qcwd = shell_quote(cwd), *qexe = shell_quote(self_exe()), *qfile = shell_quote(file);
-        fprintf(f, "set -eu\ncd %s\nexec %s sweep task %s \"$SLURM_ARRAY_TASK_ID\" --threads %d\n", qcwd, qexe,
-                qfile, o->cpus);
-        free(qcwd);
-        free(qexe);
-        free(qfile);
-        bad = ferror(f);
-        bad |= fclose(f) != 0;
-        if (bad) set_err(err, errlen, "cannot write '%s'", script);
-        else chmod(script, 0755);
-    }
-    free(out);
-    free(file);
-    free(cwd);
-    free(outq);
-    free(name);
-    return bad ? -1 : 0;
-}
-
-// OUT/slurm.jobs: the ids of the job arrays submitted for this sweep, one a line (`sweep
-// status` asks squeue about them).
-#define SLURM_JOBS "slurm.jobs"
-
-static int sweep_slurm(int argc, char **argv) {
-    CliArgs a;
-    int rc = parse_args(&slurm_spec, argc, argv, &a, 1);
-    if (rc >= 0) return rc;
-    RunState *states = NULL;
-    Sweep *s = load_checked(a.positional[0], &states);
-    if (!s) return 2;
-    free(states);
-    SweepSlurm o;
-    char err[2048];
-    if (slurm_options(s, &a, &o) != 0) {
-        free_slurm_options(&o);
-        sweep_free(s);
-        return 2;
-    }
-    const char *given = cli_get(&slurm_spec, &a, "script");
-    char *script = given ? xstrdup(given) : xasprintf("%s/sweep.sbatch", s->out);
-    char *logs = xasprintf("%s/logs", s->out);
-    rc = sweep_write_manifest(s, err, sizeof err);
-    if (rc == 0 && mkdir(logs, 0777) != 0 && errno != EEXIST)
-        rc = set_err(err, sizeof err, "cannot create '%s': %s", logs, strerror(errno));
-    if (rc == 0) rc = write_sbatch(s, &o, script, err, sizeof err);
-    if (rc != 0) {
-        fprintf(stderr, "grpolab sweep slurm: error: %s\n", err);
-        rc = 1;
-    }
-    if (rc == 0) {
-        printf("sweep slurm: wrote %s: a job array of %d task%s (%d CPU%s, %d GPU%s each), logs %s/task-<i>.log\n",
-               script, s->n_runs, s->n_runs == 1 ? "" : "s", o.cpus, o.cpus == 1 ? "" : "s", o.gpus,
-               o.gpus == 1 ? "" : "s", logs);
-    }
-    if (rc == 0 && cli_flag(&slurm_spec, &a, "submit")) {
-        char *q = shell_quote(script), *cmd = xasprintf("sbatch --parsable %s", q);
-        free(q);
-        fflush(stdout);
-        FILE *p = popen(cmd, "r");
-        char id[256] = "";
-        if (p && !fgets(id, sizeof id, p)) id[0] = '\0';
-        int st = p ? pclose(p) : -1;
-        id[strcspn(id, ";\n")] = '\0';  // --parsable: "JOBID" or "JOBID;CLUSTER"
-        if (st != 0 || !id[0]) {
-            fprintf(stderr, "grpolab sweep slurm: error: `%s` failed (%s): the script is written; submit it by "
-                    "hand where Slurm runs\n", cmd, st == -1 ? strerror(errno)
-                    : WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "no sbatch on PATH" : "see its message above");
-            rc = 1;
-        } else {
-            printf("sweep slurm: submitted job %s (tasks %s_0 .. %s_%d); squeue -j %s to watch, "
-                   "`grpolab sweep status %s` for the runs\n", id, id, id, s->n_runs - 1, id, s->path);
-            char *jobs = xasprintf("%s/%s", s->out, SLURM_JOBS);
-            FILE *jf = fopen(jobs, "a");
-            int bad = !jf || fprintf(jf, "%s\n", id) < 0;
-            if ((jf && fclose(jf) != 0) || bad)
-                fprintf(stderr, "grpolab sweep slurm: warning: cannot record job %s in '%s': `sweep status` "
-                        "will not ask Slurm about it\n", id, jobs);
-            free(jobs);
-        }
-        free(cmd);
-    }
-    free_slurm_options(&o);
-    free(script);
-    free(logs);
-    sweep_free(s);
-    return rc;
 }
 
 // ---------------------------------------------------------------- status
@@ -885,9 +495,9 @@ static int last_error(const char *output, char *line, size_t len) {
 
 static int sweep_status(int argc, char **argv) {
     CliArgs a;
-    int rc = parse_args(&status_spec, argc, argv, &a, 1);
+    int rc = sweep_cmd_args(&status_spec, argc, argv, &a, 1);
     if (rc >= 0) return rc;
-    Sweep *s = load_checked(a.positional[0], NULL);
+    Sweep *s = sweep_cmd_load(a.positional[0], NULL);
     if (!s) return 2;
     char **sl_state = xcalloc((size_t)s->n_runs, sizeof *sl_state);
     char **sl_job = xcalloc((size_t)s->n_runs, sizeof *sl_job);
@@ -904,7 +514,7 @@ static int sweep_status(int argc, char **argv) {
         sweep_run_name(s, i, name, sizeof name);
         char *path = sweep_run_path(s, i), *output = run_output(s, i, name), *detail = NULL;
         Config *c = sweep_run_config(s, i, msg, sizeof msg);  // resolved by sweep_check
-        RunState st = run_state(s, i, c, msg, sizeof msg);
+        RunState st = sweep_cmd_run_state(s, i, c, msg, sizeof msg);
         long long steps = (long long)config_settings(c)->train.steps;
         config_free(c);
         long pid = out_writer(path);
